@@ -1,0 +1,161 @@
+"""MAD selective copy: select the non-blank tape positions, repair mistakes, submit.
+
+A problem is a tape of `length` cells, each blank (`-1`) or a token id in `[0, num_tokens)`.
+The agent selects and unselects cells; `submit` is correct when the selection equals exactly
+the non-blank cells (reward 1, episode ends). A wrong submit earns 0 and the episode goes on,
+so a mistake can be repaired by unselecting.
+
+Action layout (A = 2 * length + 1): `select i` is `i`, `unselect i` is `length + i`,
+`submit` is `2 * length`. `select i` is legal when cell i is unselected, `unselect i` when it
+is selected, `submit` always.
+
+Observation (L = length + 1 tokens, vocabulary 2 + 2V + 1): cell i shows `0` unselected
+blank, `1` selected blank, `2 + 2 * token` unselected token, `3 + 2 * token` selected token;
+the last token is `2 + 2V`, "choose an action".
+
+Positions: the selection bitmask, index `sum_i selected[i] * 2**i`, S = 2**length.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcredit.env import Environment, State, require_in_range
+
+BLANK = -1
+MAX_LENGTH = 16  # positions are 2**length bitmasks; the exact solver enumerates them all
+
+
+@dataclasses.dataclass(frozen=True)
+class MadSelectiveCopy(Environment):
+    """MAD selective copy. See the module docstring for actions, observations, positions."""
+
+    length: int = 8
+    num_tokens: int = 12
+    min_useful: int = 1
+    max_useful: int = 4
+    max_turns: int = 12
+    name: str = "mad"
+
+    def __post_init__(self):
+        owner = "mad"
+        require_in_range(owner, "length", self.length, 1, MAX_LENGTH)
+        require_in_range(owner, "num_tokens", self.num_tokens, 1)
+        require_in_range(owner, "min_useful", self.min_useful, 0, self.length)
+        require_in_range(owner, "max_useful", self.max_useful, self.min_useful, self.length)
+        require_in_range(owner, "max_turns", self.max_turns, 1)
+
+    # ----- sizes -----
+    @property
+    def num_actions(self) -> int:
+        return 2 * self.length + 1
+
+    @property
+    def observation_length(self) -> int:
+        return self.length + 1
+
+    @property
+    def vocab_size(self) -> int:
+        return 2 + 2 * self.num_tokens + 1
+
+    @property
+    def num_positions(self) -> int:
+        return 2**self.length
+
+    @property
+    def submit_action(self) -> int:
+        return 2 * self.length
+
+    # ----- problems -----
+    def sample_problem(self, key: jax.Array) -> jax.Array:
+        """int32 `[length]` tape: a uniform number of useful cells in `[min_useful, max_useful]`
+        at uniform places, each holding a uniform token. Consumes `key`."""
+        count_key, place_key, token_key = jax.random.split(key, 3)
+        num_useful = jax.random.randint(count_key, (), self.min_useful, self.max_useful + 1)
+        rank = jnp.argsort(jax.random.permutation(place_key, self.length))
+        tokens = jax.random.randint(token_key, (self.length,), 0, self.num_tokens)
+        return jnp.where(rank < num_useful, tokens, BLANK).astype(jnp.int32)
+
+    def check_problem(self, problem) -> None:
+        tape = np.asarray(problem)
+        if tape.shape != (self.length,):
+            raise ValueError(f"mad tape must have shape ({self.length},), got {tape.shape}")
+        if not np.issubdtype(tape.dtype, np.integer):
+            raise ValueError(f"mad tape must hold integer token ids, got dtype {tape.dtype}")
+        bad = (tape != BLANK) & ((tape < 0) | (tape >= self.num_tokens))
+        if bad.any():
+            raise ValueError(
+                f"mad tape token ids must be {BLANK} (blank) or in [0, {self.num_tokens}), "
+                f"got {tape[bad].tolist()} at cells {np.flatnonzero(bad).tolist()}"
+            )
+
+    def parse_tape(self, text: str) -> np.ndarray:
+        """Host: `"_ t04 _ _ t09 _ _ _"` -> int32 `[length]` tape; raises `ValueError`."""
+        cells = text.split()
+        tape = []
+        for cell in cells:
+            if cell == "_":
+                tape.append(BLANK)
+            elif len(cell) > 1 and cell[0] == "t" and cell[1:].isdigit():
+                tape.append(int(cell[1:]))
+            else:
+                raise ValueError(f"unknown tape cell {cell!r}: use '_' for blank or tNN for a token")
+        tape = np.asarray(tape, np.int32)
+        self.check_problem(tape)
+        return tape
+
+    # ----- dynamics -----
+    def _init(self, problem):
+        return jnp.zeros((self.length,), bool)
+
+    def _step(self, problem, selected, action):
+        cell = action % self.length
+        is_select = action < self.length
+        is_submit = action == self.submit_action
+        moved = jnp.where(is_submit, selected, selected.at[cell].set(is_select))
+        correct = is_submit & jnp.all(selected == (problem != BLANK))
+        return moved, correct.astype(jnp.float32), correct
+
+    def _observe(self, problem, selected, turn):
+        cells = jnp.where(problem == BLANK, selected, 2 + 2 * problem + selected)
+        return jnp.append(cells, 2 + 2 * self.num_tokens).astype(jnp.int32)
+
+    def _legal_action_mask(self, problem, selected):
+        return jnp.concatenate([~selected, selected, jnp.ones((1,), bool)])
+
+    def _position(self, problem, index):
+        selected = (index >> jnp.arange(self.length)) & 1
+        valid = (index >= 0) & (index < self.num_positions)
+        return selected.astype(bool), valid
+
+    def _position_index(self, problem, selected):
+        return jnp.sum(selected.astype(jnp.int32) << jnp.arange(self.length))
+
+    # ----- host helpers -----
+    def action_name(self, action: int) -> str:
+        action = int(action)
+        if 0 <= action < self.length:
+            return f"select {action}"
+        if self.length <= action < 2 * self.length:
+            return f"unselect {action - self.length}"
+        if action == self.submit_action:
+            return "submit"
+        return f"invalid action {action}"
+
+    def render(self, state: State) -> str:
+        tape = np.asarray(state.problem)
+        selected = np.asarray(state.env_state)
+        cells = []
+        for token, sel in zip(tape.tolist(), selected.tolist()):
+            cell = "_" if token == BLANK else f"t{token:02d}"
+            cells.append(f"[{cell}]" if sel else f" {cell} ")
+        status = "terminated" if bool(state.terminated) else "truncated" if bool(state.truncated) else "live"
+        return (
+            f"tape: {''.join(cells)}\n"
+            f"turn {int(state.turn)}/{self.max_turns}  reward {float(state.reward):g}  "
+            f"{status}{'  (last action refused)' if bool(state.rejected) else ''}"
+        )

@@ -1,0 +1,225 @@
+"""The environment contract: one `State` pytree and a base class that owns the shared rules.
+
+Every jaxcredit environment is a frozen (hashable) dataclass of static configuration whose
+dynamics are pure functions of JAX arrays, written for one episode and batched by the caller
+with `jax.vmap`. The base class here enforces the rules all environments share -- absorbing
+end, refusal of illegal or out-of-range actions, the turn limit -- so a subclass writes only
+its own `_init`, `_step`, `_observe`, `_legal_action_mask` and the positions contract used by
+the exact solver.
+
+Shape letters used in this module: A actions, L observation length, S positions.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+Problem = Any  # a pytree of arrays describing one problem (a tape, a set of numbers)
+EnvState = Any  # a pytree of arrays: the environment-specific part of the state
+
+
+@struct.dataclass
+class State:
+    """One episode's full state. Copying it is branching.
+
+    Attributes:
+      observation: int32 `[L]` tokens, fixed length.
+      legal_action_mask: bool `[A]`; all False once the episode has ended.
+      reward: float32 `[]`, the reward of the last step.
+      terminated: bool `[]`, the episode ended by its own rules (e.g. a correct submit).
+      truncated: bool `[]`, the episode ran out of turns.
+      rejected: bool `[]`, the last action was illegal or out of range and was refused.
+      turn: int32 `[]`, the number of steps taken.
+      problem: the problem pytree, constant through the episode.
+      env_state: the environment-specific pytree (e.g. the selection bitmap).
+    """
+
+    observation: jax.Array
+    legal_action_mask: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    rejected: jax.Array
+    turn: jax.Array
+    problem: Problem
+    env_state: EnvState
+
+    @property
+    def done(self) -> jax.Array:
+        """bool `[]`: the episode has ended (terminated or truncated)."""
+        return self.terminated | self.truncated
+
+
+def tree_select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
+    """Elementwise `jnp.where(pred, a, b)` over two pytrees of the same structure.
+
+    `pred` is a scalar bool (or broadcastable to every leaf).
+    """
+    return jax.tree_util.tree_map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+
+
+def _is_concrete(x: Any) -> bool:
+    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(x))
+
+
+class Environment(abc.ABC):
+    """Base class of every environment: the shared rules, the public API, and the contract.
+
+    Subclasses are frozen dataclasses that define `max_turns` and the abstract members below.
+    Public API (all pure and jittable): `init(key)`, `init_problem(problem)`, `step(state,
+    action)`, `position(problem, index)`, `position_index(state)`. Host-only helpers:
+    `action_name(a)`, `render(state)`, `check_problem(problem)`.
+    """
+
+    name: str = "environment"
+    max_turns: int
+
+    # ----- sizes every environment declares -------------------------------------------------
+    @property
+    @abc.abstractmethod
+    def num_actions(self) -> int:
+        """A: the number of actions."""
+
+    @property
+    @abc.abstractmethod
+    def observation_length(self) -> int:
+        """L: the number of observation tokens."""
+
+    @property
+    @abc.abstractmethod
+    def vocab_size(self) -> int:
+        """The number of distinct observation tokens (ids are `0..vocab_size-1`)."""
+
+    @property
+    @abc.abstractmethod
+    def num_positions(self) -> int:
+        """S: static maximum number of positions (states without the clock) of one problem."""
+
+    # ----- what each environment writes ----------------------------------------------------
+    @abc.abstractmethod
+    def sample_problem(self, key: jax.Array) -> Problem:
+        """Draw one problem; consumes `key`."""
+
+    @abc.abstractmethod
+    def _init(self, problem: Problem) -> EnvState:
+        """The environment-specific state at the start of an episode."""
+
+    @abc.abstractmethod
+    def _step(self, problem: Problem, env_state: EnvState, action: jax.Array):
+        """Apply a legal, in-range `action`. Returns `(env_state, reward, terminated)`."""
+
+    @abc.abstractmethod
+    def _observe(self, problem: Problem, env_state: EnvState, turn: jax.Array) -> jax.Array:
+        """int32 `[L]` observation tokens."""
+
+    @abc.abstractmethod
+    def _legal_action_mask(self, problem: Problem, env_state: EnvState) -> jax.Array:
+        """bool `[A]`: which actions the rules accept in this position."""
+
+    @abc.abstractmethod
+    def _position(self, problem: Problem, index: jax.Array) -> tuple[EnvState, jax.Array]:
+        """The env state of position `index` and whether that index is a real position."""
+
+    @abc.abstractmethod
+    def _position_index(self, problem: Problem, env_state: EnvState) -> jax.Array:
+        """int32 `[]`: the index of the position of `env_state`, in `[0, S)`."""
+
+    def check_problem(self, problem: Problem) -> None:
+        """Host-side validation of a concrete problem; raises `ValueError`. Default: accept."""
+
+    @abc.abstractmethod
+    def action_name(self, action: int) -> str:
+        """Host-side human-readable name of an action."""
+
+    @abc.abstractmethod
+    def render(self, state: State) -> str:
+        """Host-side text picture of one (unbatched) state."""
+
+    # ----- the shared rules ---------------------------------------------------------------
+    def _make_state(self, problem, env_state, *, turn, reward, terminated, truncated, rejected):
+        done = terminated | truncated
+        legal = self._legal_action_mask(problem, env_state) & ~done
+        return State(
+            observation=self._observe(problem, env_state, turn).astype(jnp.int32),
+            legal_action_mask=legal,
+            reward=jnp.asarray(reward, jnp.float32),
+            terminated=jnp.asarray(terminated, bool),
+            truncated=jnp.asarray(truncated, bool),
+            rejected=jnp.asarray(rejected, bool),
+            turn=jnp.asarray(turn, jnp.int32),
+            problem=problem,
+            env_state=env_state,
+        )
+
+    def init(self, key: jax.Array) -> State:
+        """Draw a problem and start an episode; consumes `key`."""
+        return self.init_problem(self.sample_problem(key))
+
+    def init_problem(self, problem: Problem) -> State:
+        """Start an episode on a given problem. Concrete problems are validated on the host."""
+        if _is_concrete(problem):
+            self.check_problem(problem)
+        problem = jax.tree_util.tree_map(jnp.asarray, problem)
+        false = jnp.zeros((), bool)
+        return self._make_state(
+            problem, self._init(problem), turn=jnp.zeros((), jnp.int32), reward=0.0,
+            terminated=false, truncated=false, rejected=false,
+        )
+
+    def step(self, state: State, action: jax.Array) -> State:
+        """Take one action. Deterministic, never raises under jit.
+
+        An ended episode is returned unchanged with reward 0. An illegal or out-of-range
+        action is refused: it uses a turn, changes nothing else and sets `rejected`.
+        Reaching `max_turns` without terminating truncates with reward 0.
+        """
+        action = jnp.asarray(action, jnp.int32)
+        in_range = (action >= 0) & (action < self.num_actions)
+        safe_action = jnp.clip(action, 0, self.num_actions - 1)
+        accepted = in_range & state.legal_action_mask[safe_action]
+
+        moved_state, reward, terminated = self._step(state.problem, state.env_state, safe_action)
+        env_state = tree_select(accepted, moved_state, state.env_state)
+        terminated = accepted & terminated
+        reward = jnp.where(accepted, reward, 0.0)
+        turn = state.turn + 1
+        truncated = ~terminated & (turn >= self.max_turns)
+        stepped = self._make_state(
+            state.problem, env_state, turn=turn, reward=reward,
+            terminated=terminated, truncated=truncated, rejected=~accepted,
+        )
+        ended = state.replace(reward=jnp.zeros((), jnp.float32))
+        return tree_select(state.done, ended, stepped)
+
+    # ----- the positions contract (consumed by the exact solver) ---------------------------
+    def position(self, problem: Problem, index: jax.Array, *, turn: jax.Array = 0):
+        """The live state at position `index` (turn `turn`) and whether the index is valid.
+
+        Returns `(state, valid)` where `valid` is bool `[]`; an invalid index gives an
+        arbitrary but well-formed state.
+        """
+        env_state, valid = self._position(problem, jnp.asarray(index, jnp.int32))
+        false = jnp.zeros((), bool)
+        state = self._make_state(
+            problem, env_state, turn=jnp.asarray(turn, jnp.int32), reward=0.0,
+            terminated=false, truncated=false, rejected=false,
+        )
+        return state, valid
+
+    def position_index(self, state: State) -> jax.Array:
+        """int32 `[]`: the index of `state`'s position, in `[0, num_positions)`."""
+        return self._position_index(state.problem, state.env_state).astype(jnp.int32)
+
+
+def require_in_range(owner: str, field: str, value: Any, low: int, high: int | None = None) -> None:
+    """Raise `ValueError` naming `owner.field` and the allowed range unless `low <= value <= high`."""
+    allowed = f"[{low}, {high}]" if high is not None else f">= {low}"
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ValueError(f"{owner}.{field} must be an integer in {allowed}, got {value!r}")
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{owner}.{field} must be in {allowed}, got {value}")
