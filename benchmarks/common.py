@@ -1,13 +1,14 @@
 """What every `jaxcredit bench` suite shares: the machine description, timing, the human table.
 
-Timings exclude warm-up (compilation, first-touch allocation): each measured function is called
-`warmup` times first, then the sides are timed in `repeats` interleaved rounds, each call waited
-on with `jax.block_until_ready`, and each side's best (shortest) time is kept -- on a shared
-machine the best repeat is the least disturbed one.
+Timings exclude warm-up (compilation, first-touch allocation); short calls are timed in
+back-to-back samples of about 20 ms; the sides are timed in interleaved rounds, each call waited
+on with `jax.block_until_ready`, and each side's best (shortest) sample is kept -- on a shared
+machine the best sample is the least disturbed one.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import platform
 import sys
@@ -32,26 +33,36 @@ def machine_description() -> dict:
     }
 
 
-def time_interleaved(fns: dict[str, Callable[[], Any]], *, repeats: int, warmup: int = 1) -> dict[str, tuple]:
-    """`{name: (seconds, result)}`: for each function, the fastest of `repeats` timed calls after
-    `warmup` untimed ones, and its last result (so the caller can check what was computed).
+def time_interleaved(fns: dict[str, Callable[[], Any]], *, repeats: int, warmup: int = 1,
+                     min_sample_seconds: float = 0.02) -> dict[str, tuple]:
+    """`{name: (seconds, result)}`: for each function, its best time per call and its last result
+    (so the caller can check what was computed).
 
-    The sides are timed in interleaved rounds (each function once per round), so a burst of load
-    from other processes hits all sides alike instead of one. Each call's result is waited on
-    with `jax.block_until_ready` inside the timed region, so asynchronous JAX dispatch is fully
-    counted; host (NumPy, Python) results pass through.
+    Each function is first called `warmup` times untimed (compilation, first touch); the last
+    warm-up call also sizes its sample: `calls` back-to-back calls lasting about
+    `min_sample_seconds`, so a sub-millisecond call is measured in steady state rather than
+    dominated by waking threads and caches. Then `repeats` interleaved rounds time one sample of
+    each function in turn, so a burst of load from other processes hits all sides alike; a
+    side's time is its fastest sample divided by `calls`. Every call's result is waited on with
+    `jax.block_until_ready` inside the timed region, so asynchronous dispatch is fully counted.
     """
-    if repeats < 1:
-        raise ValueError(f"repeats must be >= 1, got {repeats}")
-    for fn in fns.values():
+    if repeats < 1 or warmup < 1:
+        raise ValueError(f"repeats and warmup must be >= 1, got {repeats} and {warmup}")
+    calls = {}
+    for name, fn in fns.items():
         for _ in range(warmup):
+            start = time.perf_counter()
             jax.block_until_ready(fn())
+            elapsed = time.perf_counter() - start
+        calls[name] = max(1, min(1000, math.ceil(min_sample_seconds / max(elapsed, 1e-9))))
     best = {name: (float("inf"), None) for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
             start = time.perf_counter()
-            result = jax.block_until_ready(fn())
-            best[name] = (min(best[name][0], time.perf_counter() - start), result)
+            for _ in range(calls[name]):
+                result = jax.block_until_ready(fn())
+            per_call = (time.perf_counter() - start) / calls[name]
+            best[name] = (min(best[name][0], per_call), result)
     return best
 
 

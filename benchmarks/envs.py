@@ -16,8 +16,10 @@ observation and the legal mask, as a learned one would be. The floats lie on a 2
 `u * num_legal` is exact in float32 and float64 and all three sides take the very same actions:
 after timing, the returns, final turns and observations of the sampled episodes are checked equal.
 T = `max_turns`, so episodes are live almost all the time (the uniform policy rarely succeeds);
-the rate counts every step taken, `B * T` (or `episodes * T` for Python), divided by the best
-of a few timed repeats (compilation and warm-up excluded).
+each side's timed call starts the episodes from the shared problems (`init_problem`, `reset`)
+and plays all T turns. The rate counts every step taken, `B * T` (`episodes * T` for Python),
+over the best per-call time of interleaved rounds (`common.time_interleaved`; compilation and
+warm-up excluded).
 
 Shape letters: B episodes, T turns, A actions, L observation length.
 """
@@ -39,8 +41,8 @@ from jaxcredit.envs import MadReference, make
 
 FULL_SIZES = (1024, 16384, 262144)
 QUICK_SIZES = (1024, 16384)
-FULL_REPEATS = 5
-QUICK_REPEATS = 2
+FULL_REPEATS = 10
+QUICK_REPEATS = 3
 PYTHON_EPISODES = 2048
 SEED = 0
 _GRID = 2**16  # uniform floats are multiples of 1/_GRID: `u * num_legal` is exact for any A < 128

@@ -4,6 +4,7 @@ legal-action pickers against each other, and the suite's JSON through the comman
 import io
 import json
 import os
+import time
 
 import jax.numpy as jnp
 import numpy as np
@@ -132,9 +133,12 @@ def test_bench_bad_sizes_exit_2(capsys):
 def test_time_interleaved_and_table():
     calls = []
     timed = time_interleaved({"a": lambda: calls.append("a") or 1, "b": lambda: calls.append("b") or 2},
-                             repeats=3, warmup=1)
-    assert calls == ["a", "b"] + ["a", "b"] * 3  # warm-up, then interleaved rounds
+                             repeats=3, warmup=1, min_sample_seconds=0.0)
+    assert calls == ["a", "b"] + ["a", "b"] * 3  # warm-up, then interleaved rounds of one call each
     assert timed["a"][1] == 1 and timed["b"][1] == 2 and timed["a"][0] >= 0
+    slow_calls = []
+    time_interleaved({"slow": lambda: slow_calls.append(time.sleep(0.004))}, repeats=2, min_sample_seconds=0.01)
+    assert 1 + 2 * 2 <= len(slow_calls) <= 1 + 2 * 3  # samples of ~3 calls of 4 ms for 10 ms
     with pytest.raises(ValueError, match="repeats"):
         time_interleaved({"a": lambda: 0}, repeats=0)
     buffer = io.StringIO()
