@@ -32,7 +32,7 @@ class TrainConfig:
     mc_continuations: int = 4
     solver_policy: str = "uniform"
     solver_weight: float = 1.0
-    outcome_weight: float = 0.0
+    solver_add_outcome: bool = False
     anchor_weight: float = 1.0
     critic_label_states: int = 32
     critic_continuations: int = 4
@@ -82,7 +82,7 @@ class TrainConfig:
         at_least("attempts_per_problem", 2 if self.outcome_baseline == "rloo" else 1)
         at_least("learning_rate", 0.0)
         for field in ("clip_epsilon", "entropy_coef", "max_grad_norm", "critic_coef",
-                      "solver_weight", "outcome_weight", "anchor_weight"):
+                      "solver_weight", "anchor_weight"):
             at_least(field, 0.0)
         at_least("budget", 1, MAX_BUDGET)
         if self.d_model % self.num_heads:
