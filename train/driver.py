@@ -10,6 +10,8 @@ Ctrl-C lands between segments or inside one; either way the last complete segmen
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import sys
 import time
@@ -23,6 +25,22 @@ from jaxcredit.ledger import ledger_to_dict
 from jaxcredit.train.config import TrainConfig, config_from_dict
 from jaxcredit.train.loop import Trainer, budget_count, make_train
 from jaxcredit.train.rundir import RunDir, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
+
+
+@functools.lru_cache(maxsize=8)
+def _programs(program_config: TrainConfig):
+    trainer = make_train(program_config)
+    return (jax.jit(jax.vmap(trainer.init)),
+            jax.jit(jax.vmap(trainer.run_until, in_axes=(0, None, None))),
+            jax.jit(jax.vmap(trainer.evaluate)))
+
+
+def compiled_programs(config: TrainConfig):
+    """`(init, segment, evaluate)`, jitted and vmapped over seeds, shared by every config that
+    differs only in budget, seeds or evaluation schedule (so both regimes of an arm compile once)."""
+    program = dataclasses.replace(config, budget=1, budget_counter="main_episodes", num_evals=1,
+                                  num_seeds=1, seed=0)
+    return _programs(program)
 
 
 def _seed_slice(tree, i):
@@ -107,9 +125,7 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
 
     trainer = make_train(config)
     seeds = jnp.arange(config.num_seeds, dtype=jnp.int32) + config.seed
-    init = jax.jit(jax.vmap(trainer.init))
-    segment = jax.jit(jax.vmap(trainer.run_until, in_axes=(0, None)))
-    evaluate = jax.jit(jax.vmap(trainer.evaluate))
+    init, segment, evaluate = compiled_programs(config)
     state = init(seeds)
 
     if resume:
@@ -131,7 +147,7 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
             if stop_after_evals is not None and j > stop_after_evals:
                 return {"stopped_after": stop_after_evals}
             started = time.perf_counter()
-            state = segment(state, jnp.int32(thresholds[j - 1]))
+            state = segment(state, *trainer.limits(thresholds[j - 1]))
             metrics = evaluate(state.params)
             new_rows = _metric_rows(j, metrics, state.ledger, state.iteration)
             for r in new_rows:
