@@ -47,14 +47,16 @@ def _seed_slice(tree, i):
     return jax.tree_util.tree_map(lambda x: x[i], tree)
 
 
-def _metric_rows(eval_index: int, metrics: dict, ledger, iteration) -> list[dict]:
+def _metric_rows(eval_index: int, metrics: dict, state) -> list[dict]:
     """One row per seed: the evaluation index, the iteration, every metric and ledger counter."""
     metrics = jax.device_get(metrics)
-    iteration = np.asarray(iteration)
+    iteration = np.asarray(state.iteration)
+    last_cost = np.asarray(state.last_iteration_env_steps)
     rows = []
     for i in range(iteration.shape[0]):
-        row = {"eval_index": eval_index, "seed_index": i, "iteration": int(iteration[i])}
-        row.update(ledger_to_dict(_seed_slice(ledger, i)))
+        row = {"eval_index": eval_index, "seed_index": i, "iteration": int(iteration[i]),
+               "last_iteration_env_steps": int(last_cost[i])}
+        row.update(ledger_to_dict(_seed_slice(state.ledger, i)))
         row.update({k: float(v[i]) for k, v in metrics.items()})
         rows.append(row)
     return rows
@@ -135,7 +137,7 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
         start, best = info["eval_index"] + 1, info.get("best_success", -1.0)
     else:
         run.create(config.to_dict())
-        rows = _metric_rows(0, evaluate(state.params), state.ledger, state.iteration)
+        rows = _metric_rows(0, evaluate(state.params), state)
         write_jsonl_atomic(run.metrics_path, rows)
         start, best = 1, -1.0
         run.save_checkpoint("latest", 0, state, {"eval_index": 0, "best_success": best})
@@ -149,7 +151,7 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
             started = time.perf_counter()
             state = segment(state, *trainer.limits(thresholds[j - 1]))
             metrics = evaluate(state.params)
-            new_rows = _metric_rows(j, metrics, state.ledger, state.iteration)
+            new_rows = _metric_rows(j, metrics, state)
             for r in new_rows:
                 r["segment_seconds"] = round(time.perf_counter() - started, 3)
             rows = rows + new_rows

@@ -52,6 +52,7 @@ class TrainState:
     ledger: Ledger
     iteration: jax.Array  # int32 []
     seed: jax.Array  # int32 []
+    last_iteration_env_steps: jax.Array  # int32 []: what the latest iteration cost (all accounts)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,7 +98,8 @@ class Trainer:
         init_fn = self._nets[0]
         params = init_fn(jax.random.fold_in(jax.random.key(seed), 0))
         return TrainState(params=params, opt_state=self.optimizer.init(params), ledger=init_ledger(),
-                          iteration=jnp.zeros((), jnp.int32), seed=jnp.asarray(seed, jnp.int32))
+                          iteration=jnp.zeros((), jnp.int32), seed=jnp.asarray(seed, jnp.int32),
+                          last_iteration_env_steps=jnp.zeros((), jnp.int32))
 
     def _keys(self, state: TrainState):
         key = jax.random.key(state.seed)
@@ -128,7 +130,8 @@ class Trainer:
             return (optax.apply_updates(params, updates), opt_state), None
 
         (params, opt_state), _ = jax.lax.scan(epoch, (state.params, state.opt_state), None, length=c.ppo_epochs)
-        return state.replace(params=params, opt_state=opt_state, ledger=ledger, iteration=state.iteration + 1)
+        return state.replace(params=params, opt_state=opt_state, ledger=ledger, iteration=state.iteration + 1,
+                             last_iteration_env_steps=ledger.total_env_steps - state.ledger.total_env_steps)
 
     def run_until(self, state: TrainState, main_episodes_limit: jax.Array,
                   total_env_steps_limit: jax.Array) -> TrainState:
