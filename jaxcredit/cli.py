@@ -111,7 +111,7 @@ def _build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--preset", required=True, help="quick, mad-study or arithmetic-study")
     sweep.add_argument("--out", required=True, help="sweep directory")
     sweep.add_argument("--seeds", type=int, default=None, help="override the preset's number of seeds")
-    sweep.add_argument("--resume", action="store_true", help="continue the sweep in --out")
+    sweep.add_argument("--resume", action="store_true", help="continue the sweep in --out (or start it)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
     sweep.add_argument("--json", action="store_true", help="print the table as one JSON object")
     sweep.set_defaults(handler=_cmd_sweep)

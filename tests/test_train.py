@@ -27,7 +27,8 @@ def tiny(**fields):
 
 
 def rows_without_timing(path):
-    return [{k: v for k, v in r.items() if k != "segment_seconds"} for r in read_jsonl(os.path.join(path, "metrics.jsonl"))]
+    rows = read_jsonl(os.path.join(path, "metrics.jsonl"))
+    return [{k: v for k, v in r.items() if k != "segment_seconds"} for r in rows]
 
 
 def tree_digest(path):

@@ -104,7 +104,8 @@ def format_table(table: dict) -> str:
     """Markdown: one table per regime."""
     lines = []
     for regime, arms in table.items():
-        lines += [f"### Regime: {regime} ({'equal main attempts' if regime == 'attempts' else 'equal total env steps'})",
+        meaning = "equal main attempts" if regime == "attempts" else "equal total env steps"
+        lines += [f"### Regime: {regime} ({meaning})",
                   "", "| arm | final success | average success | Δ final vs ref [95% CI] (wins) "
                   "| Δ average vs ref [95% CI] (wins) | main episodes | total env steps |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
