@@ -4,6 +4,8 @@
 stderr and returns the JSON object (raw rates, `"ratios"`, and a `"machine"` description).
 """
 
-SUITES: dict = {}
+from jaxcredit.benchmarks import solver as solver_bench
+
+SUITES: dict = {"solver": solver_bench.run}
 
 __all__ = ["SUITES"]

@@ -243,3 +243,14 @@ def test_network_policy_per_turn_when_the_observation_shows_the_clock(small):
                            lambda i: lambda ref, t: table[t][ref.position_index()].tolist())
     plain, _ = network_values(env, tape, params)
     np.testing.assert_array_equal(plain[1], plain[HORIZON])  # no clock: one policy for every turn
+
+
+def test_bench_compares_with_the_python_solver_on_the_same_problems(small):
+    from jaxcredit.benchmarks.solver import bench_one
+
+    env, tapes, _, _ = small
+    result = bench_one(env, make_reference(env), jnp.asarray(tapes[:40]), label="mad-small", chunk_size=16,
+                       python_problems=6, repeats=1)
+    assert result["max_abs_diff"] < 1e-6 and result["problems"] == 40 and result["positions_per_problem"] == 16
+    assert result["ratio"] == pytest.approx(result["jax_problems_per_s"] / result["python_problems_per_s"])
+    assert result["graph_bytes_per_problem"] > 16 * 9 * 10
