@@ -15,7 +15,7 @@ import time
 import jax
 import numpy as np
 
-from jaxcredit import solver
+from jaxcredit import solver_batch
 from jaxcredit.benchmarks.python_solver import solve_start
 
 try:  # the shared helpers (branch `bench`); the local fallback keeps this suite self-contained
@@ -58,12 +58,17 @@ def _problem(problems, i: int):
     return jax.tree_util.tree_map(lambda x: np.asarray(x)[i], problems)
 
 
-def _working_bytes(env, problems, *, chunk_size: int, horizon: int) -> int | None:
-    """XLA's temporary buffer size for one compiled chunk (None where the backend cannot say)."""
-    chunk = _take(problems, chunk_size)
+def _working_bytes(env, problems, *, chunk_size: int, horizon: int, max_valid: int) -> int | None:
+    """XLA's temporary buffers plus outputs of one compiled chunk, both stages, at the compacted
+    size of the largest problem (`max_valid` positions); None where the backend cannot say."""
+    chunk = jax.tree_util.tree_map(lambda x: np.asarray(x)[:chunk_size], problems)
+    size = solver_batch.compact_size(env, max_valid)
     try:
-        compiled = solver._solve_chunk.lower(env, chunk, policy="uniform", horizon=horizon).compile()
-        return int(compiled.memory_analysis().temp_size_in_bytes)
+        build = solver_batch._build_compact_chunk.lower(env, chunk, size=size).compile()
+        graphs, start = jax.eval_shape(lambda p: solver_batch._build_compact_chunk(env, p, size=size), chunk)
+        solve = solver_batch._solve_chunk_graphs.lower(graphs, start, policy="uniform", horizon=horizon).compile()
+        return int(sum(c.memory_analysis().temp_size_in_bytes + c.memory_analysis().output_size_in_bytes
+                       for c in (build, solve)))
     except Exception:  # memory analysis is optional on some backends
         return None
 
@@ -73,7 +78,7 @@ def bench_one(env, reference, problems, *, label: str, chunk_size: int, python_p
     """Time both solvers on `problems` (leading axis `[B]`) and return raw numbers for one env."""
     num_problems = int(jax.tree_util.tree_leaves(problems)[0].shape[0])
     horizon = env.max_turns
-    seconds, batch = time_best(lambda: solver.solve_batch(env, problems, chunk_size=chunk_size),
+    seconds, batch = time_best(lambda: solver_batch.solve_batch(env, problems, chunk_size=chunk_size),
                                repeats=repeats)
     python_seconds, python_values, worst = 0.0, [], 0.0
     for i in range(python_problems):
@@ -83,8 +88,9 @@ def bench_one(env, reference, problems, *, label: str, chunk_size: int, python_p
         python_values.append(value)
         worst = max(worst, abs(value - float(batch.start_value[i])),
                     float(np.max(np.abs(np.asarray(q) - np.asarray(batch.start_q[i])))))
-    memory = solver.memory_per_problem(env, horizon=horizon)
-    working = _working_bytes(env, problems, chunk_size=min(chunk_size, num_problems), horizon=horizon)
+    memory = solver_batch.memory_per_problem(env, horizon=horizon)
+    working = _working_bytes(env, problems, chunk_size=min(chunk_size, num_problems), horizon=horizon,
+                             max_valid=int(np.max(np.asarray(batch.num_positions))))
     jax_rate = num_problems / seconds
     python_rate = python_problems / python_seconds
     return {

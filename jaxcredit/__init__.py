@@ -2,7 +2,6 @@
 
 from jaxcredit.env import Environment, State, require_in_range, tree_select
 from jaxcredit.solver import (
-    BatchSolution,
     Graph,
     Values,
     build_graph,
@@ -10,9 +9,9 @@ from jaxcredit.solver import (
     network_policy_probs,
     optimal_values,
     reachable,
-    solve_batch,
     uniform_policy,
 )
+from jaxcredit.solver_batch import BatchSolution, solve_batch
 
 __all__ = [
     "BatchSolution",

@@ -6,7 +6,7 @@ dynamics), giving a transition table. Backward induction over the turns left the
 `V[t, s]` and `Q[t, s, a]` for any policy given as action probabilities at every position
 (optionally different at every turn), the optimal values, and reachability of success. Every
 function here is pure with fixed shapes: jit it, and `jax.vmap` it over problems;
-`solve_batch` does both in chunks for many problems.
+`jaxcredit.solver_batch.solve_batch` does both in chunks for many problems.
 
 Conventions. The first axis of values counts turns LEFT: `v[0] = 0` (no turn, no reward) and,
 for `t >= 1`, `Q[t, s, a] = reward[s, a] + (1 - terminal[s, a]) * V[t - 1, next_position[s, a]]`.
@@ -21,7 +21,7 @@ value arrays have T + 1 rows, one per number of turns left `0..T`).
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -30,7 +30,7 @@ import numpy as np
 from flax import struct
 
 from jaxcredit.env import Environment
-from jaxcredit.policy_fn import PolicyFn, action_probabilities, uniform_policy_fn
+from jaxcredit.policy_fn import PolicyFn, action_probabilities
 
 POLICIES = ("uniform", "optimal")
 
@@ -71,25 +71,6 @@ class Values:
     q: jax.Array
 
 
-@struct.dataclass
-class BatchSolution:
-    """What `solve_batch` keeps per problem: the start position's values and the graph's size.
-
-    Attributes:
-      start_value: float32 `[B]`, V of the start position with `horizon` turns left.
-      start_q: float32 `[B, A]`, Q of every action there.
-      start_legal: bool `[B, A]`, the legal actions there.
-      num_positions: int32 `[B]`, the number of valid positions of each problem.
-      env_steps: int32 `[B]`, environment steps spent building each graph.
-    """
-
-    start_value: jax.Array
-    start_q: jax.Array
-    start_legal: jax.Array
-    num_positions: jax.Array
-    env_steps: jax.Array
-
-
 def build_graph(env: Environment, problem: Any) -> Graph:
     """The complete graph of `problem`'s positions, stepped with `env.step` at every action.
 
@@ -97,14 +78,25 @@ def build_graph(env: Environment, problem: Any) -> Graph:
     builds many. Costs `S * A` environment steps (only valid positions are counted in
     `env_steps`, the label work a budget ledger charges).
     """
-    S, A = env.num_positions, env.num_actions
-    positions = jnp.arange(S, dtype=jnp.int32)
+    positions = jnp.arange(env.num_positions, dtype=jnp.int32)
+    return graph_over_positions(env, problem, positions, jnp.ones(positions.shape, bool), lambda index: index)
+
+
+def graph_over_positions(env: Environment, problem: Any, positions: jax.Array, keep: jax.Array,
+                         row_of: Callable[[jax.Array], jax.Array]) -> Graph:
+    """The graph restricted to the rows `positions` (int32 `[K]` position indices), `keep` bool `[K]`.
+
+    Row k is position `positions[k]`, valid when `keep[k]` and the environment says so;
+    `row_of` maps a position index (int32, any shape) to its row, so the rows must hold every
+    position a legal action can reach. `build_graph` is the case `positions = arange(S)`.
+    """
     states, valid = jax.vmap(lambda s: env.position(problem, s))(positions)
-    actions = jnp.arange(A, dtype=jnp.int32)
+    valid = valid & keep
+    actions = jnp.arange(env.num_actions, dtype=jnp.int32)
     step_all = jax.vmap(jax.vmap(env.step, in_axes=(None, 0)), in_axes=(0, None))
-    stepped = step_all(states, actions)  # every leaf [S, A, ...]
-    moved = jax.vmap(jax.vmap(env.position_index))(stepped)
-    here = positions[:, None]
+    stepped = step_all(states, actions)  # every leaf [K, A, ...]
+    moved = row_of(jax.vmap(jax.vmap(env.position_index))(stepped))
+    here = jnp.arange(positions.shape[0], dtype=jnp.int32)[:, None]
     legal = states.legal_action_mask & valid[:, None]
     accepted = legal & ~stepped.rejected
     return Graph(
@@ -114,7 +106,7 @@ def build_graph(env: Environment, problem: Any) -> Graph:
         legal=legal,
         valid=valid,
         observation=states.observation,
-        env_steps=(jnp.sum(valid) * A).astype(jnp.int32),
+        env_steps=(jnp.sum(valid) * env.num_actions).astype(jnp.int32),
     )
 
 
@@ -124,34 +116,86 @@ def start_position(env: Environment, problem: Any) -> jax.Array:
 
 
 def uniform_policy(graph: Graph) -> jax.Array:
-    """float32 `[S, A]`: the uniform policy over legal actions (the reference policy)."""
-    return action_probabilities(uniform_policy_fn(None, graph.observation, graph.legal), graph.legal)
+    """float32 `[..., S, A]`: the uniform policy over legal actions (the reference policy).
+
+    Equal to `action_probabilities(uniform_policy_fn(...), legal)` (uniform over all actions
+    where none is legal), computed without the softmax.
+    """
+    count = jnp.sum(graph.legal, axis=-1, keepdims=True)
+    fallback = 1.0 / graph.legal.shape[-1]
+    return jnp.where(count > 0, graph.legal / jnp.maximum(count, 1), fallback).astype(jnp.float32)
 
 
 def _backup(graph: Graph, v_next: jax.Array) -> jax.Array:
-    """float32 `[S, A]`: Q with one more turn left, given `v_next` `[S]` for one turn fewer."""
-    continuation = jnp.where(graph.terminal, 0.0, v_next[graph.next_position])
+    """float32 `[..., S, A]`: Q with one more turn left, given `v_next` `[..., S]` for one turn fewer."""
+    continuation = jnp.where(graph.terminal, 0.0, jnp.take(v_next, graph.next_position, axis=-1))
     return graph.reward + continuation
 
 
-def _induct(turn_fn, graph: Graph, xs, *, horizon: int) -> tuple[jax.Array, jax.Array]:
-    """Run `turn_fn(v_prev, x) -> (v, q)` for t = 1..horizon; stack with the zero row t = 0."""
-    S, A = graph.legal.shape
+def _induct(turn_fn, graph: Graph, xs, *, horizon: int) -> jax.Array:
+    """float32 `[T + 1, S]`: `v[0] = 0`, then `v[t] = turn_fn(Q[t], x[t])` for t = 1..horizon.
 
+    Only V is carried and stacked; Q is rebuilt afterwards from V in one gather (`_all_q`),
+    which is cheaper than stacking `[S, A]` rows inside the loop.
+    """
     def body(v_prev, x):
-        v, q = turn_fn(v_prev, x)
-        return v, (v, q)
+        v = turn_fn(_backup(graph, v_prev), v_prev, x)
+        return v, v
 
-    _, (v, q) = jax.lax.scan(body, jnp.zeros((S,), jnp.float32), xs, length=horizon)
-    v = jnp.concatenate([jnp.zeros((1, S), jnp.float32), v])
-    q = jnp.concatenate([jnp.zeros((1, S, A), jnp.float32), q])
-    return v, q
+    zero = jnp.zeros(graph.valid.shape, jnp.float32)
+    _, v = jax.lax.scan(body, zero, xs, length=horizon)
+    return jnp.concatenate([zero[None], v])
+
+
+def _all_q(graph: Graph, v: jax.Array) -> jax.Array:
+    """float32 `[T + 1, S, A]`: Q at every turns left from `v [T + 1, S]` (row 0 is 0)."""
+    q = jax.vmap(lambda v_prev: _backup(graph, v_prev))(v[:-1])
+    return jnp.concatenate([jnp.zeros((1,) + graph.legal.shape, jnp.float32), q])
 
 
 def _check_horizon(horizon: int) -> int:
     if not isinstance(horizon, int) or isinstance(horizon, bool) or horizon < 0:
         raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
     return horizon
+
+
+def _policy_rows(graph: Graph, policy_probs: jax.Array, *, horizon: int):
+    """`(xs, per_turn)`: what the induction scans over for `policy_probs` `[S, A]` or `[T + 1, S, A]`."""
+    S, A = graph.legal.shape
+    if policy_probs.shape == (S, A):
+        return None, False
+    if policy_probs.shape != (horizon + 1, S, A):
+        raise ValueError(f"policy_probs must have shape {(S, A)} or {(horizon + 1, S, A)}, got {policy_probs.shape}")
+    return policy_probs[1:], True
+
+
+def _policy_v(graph: Graph, policy_probs: jax.Array, *, horizon: int) -> jax.Array:
+    """float32 `[T + 1, S]`: V of a policy (see `evaluate_policy`)."""
+    xs, per_turn = _policy_rows(graph, policy_probs, horizon=horizon)
+    if per_turn:
+        return _induct(lambda q, v_prev, probs: jnp.sum(probs * q, axis=-1), graph, xs, horizon=horizon)
+    # One policy for every turn: fold it into the edges once, V[t] = expected reward + W . V[t-1].
+    expected_reward = jnp.sum(policy_probs * graph.reward, axis=-1)
+    weight = jnp.where(graph.terminal, 0.0, policy_probs)
+
+    def body(v_prev, _):
+        v = expected_reward + jnp.sum(weight * jnp.take(v_prev, graph.next_position, axis=-1), axis=-1)
+        return v, v
+
+    zero = jnp.zeros(graph.valid.shape, jnp.float32)
+    _, v = jax.lax.scan(body, zero, None, length=horizon)
+    return jnp.concatenate([zero[None], v])
+
+
+def _optimal_v(graph: Graph, *, horizon: int) -> jax.Array:
+    """float32 `[T + 1, S]`: `V*` (see `optimal_values`)."""
+    any_legal = graph.legal.any(axis=-1)
+
+    def turn(q, v_prev, _):
+        best = jnp.max(jnp.where(graph.legal, q, -jnp.inf), axis=-1)
+        return jnp.where(any_legal, best, v_prev)
+
+    return _induct(turn, graph, None, horizon=horizon)
 
 
 def evaluate_policy(graph: Graph, policy_probs: jax.Array, *, horizon: int) -> Values:
@@ -162,19 +206,8 @@ def evaluate_policy(graph: Graph, policy_probs: jax.Array, *, horizon: int) -> V
     on illegal actions (`jaxcredit.policy_fn.action_probabilities`); mass on an illegal action
     is a refusal and is valued as one. Returns `Values` with `v [T + 1, S]`, `q [T + 1, S, A]`.
     """
-    horizon = _check_horizon(horizon)
-    S, A = graph.legal.shape
-    if policy_probs.shape == (S, A):
-        policy_probs = jnp.broadcast_to(policy_probs, (horizon + 1, S, A))
-    if policy_probs.shape != (horizon + 1, S, A):
-        raise ValueError(f"policy_probs must have shape {(S, A)} or {(horizon + 1, S, A)}, got {policy_probs.shape}")
-
-    def turn(v_prev, probs):
-        q = _backup(graph, v_prev)
-        return jnp.sum(probs * q, axis=-1), q
-
-    v, q = _induct(turn, graph, policy_probs[1:], horizon=horizon)
-    return Values(v=v, q=q)
+    v = _policy_v(graph, policy_probs, horizon=_check_horizon(horizon))
+    return Values(v=v, q=_all_q(graph, v))
 
 
 def optimal_values(graph: Graph, *, horizon: int) -> Values:
@@ -183,15 +216,8 @@ def optimal_values(graph: Graph, *, horizon: int) -> Values:
     A position with no legal action can only refuse, so its value is its own with one turn fewer.
     Returns `Values` with `v [T + 1, S]`, `q [T + 1, S, A]`.
     """
-    horizon = _check_horizon(horizon)
-
-    def turn(v_prev, _):
-        q = _backup(graph, v_prev)
-        best = jnp.max(jnp.where(graph.legal, q, -jnp.inf), axis=-1)
-        return jnp.where(graph.legal.any(axis=-1), best, v_prev), q
-
-    v, q = _induct(turn, graph, None, horizon=horizon)
-    return Values(v=v, q=q)
+    v = _optimal_v(graph, horizon=_check_horizon(horizon))
+    return Values(v=v, q=_all_q(graph, v))
 
 
 def greedy_policy(graph: Graph, values: Values) -> jax.Array:
@@ -270,23 +296,6 @@ def solve(env: Environment, problem: Any, *, policy: str = "uniform", horizon: i
     return solve_graph(build_graph(env, problem), policy=policy, horizon=horizon)
 
 
-@functools.partial(jax.jit, static_argnames=("env", "policy", "horizon"))
-def _solve_chunk(env: Environment, problems: Any, *, policy: str, horizon: int) -> BatchSolution:
-    def one(problem):
-        graph = build_graph(env, problem)
-        values = solve_graph(graph, policy=policy, horizon=horizon)
-        start = start_position(env, problem)
-        return BatchSolution(
-            start_value=values.v[horizon, start],
-            start_q=values.q[horizon, start],
-            start_legal=graph.legal[start],
-            num_positions=jnp.sum(graph.valid).astype(jnp.int32),
-            env_steps=graph.env_steps,
-        )
-
-    return jax.vmap(one)(problems)
-
-
 def solve_graph(graph: Graph, *, policy: str, horizon: int) -> Values:
     """Exact values of an already built graph under `policy` ('uniform' or 'optimal')."""
     if policy == "uniform":
@@ -294,40 +303,3 @@ def solve_graph(graph: Graph, *, policy: str, horizon: int) -> Values:
     if policy == "optimal":
         return optimal_values(graph, horizon=horizon)
     raise ValueError(f"unknown policy {policy!r}; choices: {', '.join(POLICIES)}")
-
-
-def solve_batch(env: Environment, problems: Any, *, policy: str = "uniform", chunk_size: int = 64,
-                horizon: int | None = None) -> BatchSolution:
-    """Exact start values of many problems (a pytree with leading axis `[B]`), `chunk_size` at a time.
-
-    Each chunk is one jitted, vmapped call (the last chunk is padded, so one compile serves all);
-    only the start position's values are kept, so memory stays at one chunk's graphs and values
-    (see `memory_per_problem`). Returns a `BatchSolution` with leading axis `[B]`.
-    """
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; choices: {', '.join(POLICIES)}")
-    if not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
-    horizon = _check_horizon(env.max_turns if horizon is None else horizon)
-    num_problems = jax.tree_util.tree_leaves(problems)[0].shape[0]
-    chunks = []
-    for first in range(0, num_problems, chunk_size):
-        index = np.minimum(np.arange(first, first + chunk_size), num_problems - 1)
-        chunk = jax.tree_util.tree_map(lambda x, i=index: jnp.asarray(x)[i], problems)
-        solution = _solve_chunk(env, chunk, policy=policy, horizon=horizon)
-        keep = min(chunk_size, num_problems - first)
-        chunks.append(jax.tree_util.tree_map(lambda x, k=keep: x[:k], solution))
-    return jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *chunks)
-
-
-def memory_per_problem(env: Environment, *, horizon: int | None = None) -> dict[str, int]:
-    """Host: bytes of one problem's graph and of its values (`v` and `q`) at `horizon` turns."""
-    horizon = env.max_turns if horizon is None else horizon
-    problem = jax.eval_shape(env.sample_problem, jax.random.key(0))
-    graph = jax.eval_shape(functools.partial(build_graph, env), problem)
-    values = jax.eval_shape(lambda g: evaluate_policy(g, uniform_policy(g), horizon=horizon), graph)
-
-    def nbytes(tree):
-        return int(sum(np.prod(x.shape) * x.dtype.itemsize for x in jax.tree_util.tree_leaves(tree)))
-
-    return {"graph_bytes": nbytes(graph), "values_bytes": nbytes(values)}

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcredit import solver
+from jaxcredit import solver, solver_batch
 from jaxcredit.benchmarks.python_solver import RecursiveSolver, solve_start
 from jaxcredit.envs import BLANK, MadSelectiveCopy, make, make_reference
 from jaxcredit.policy_fn import action_probabilities
@@ -187,15 +187,15 @@ def test_greedy_play_on_optimal_q_solves_every_tape(mad):
 
 def test_solve_batch_in_chunks_equals_per_problem(mad, default_batch):
     tapes, graphs, values = default_batch
-    batch = solver.solve_batch(mad, tapes[:13], chunk_size=5)
+    batch = solver_batch.solve_batch(mad, tapes[:13], chunk_size=5)
     np.testing.assert_allclose(batch.start_value, values.v[:13, mad.max_turns, 0], atol=1e-7)
     np.testing.assert_allclose(batch.start_q, values.q[:13, mad.max_turns, 0], atol=1e-7)
     assert (np.asarray(batch.num_positions) == 256).all() and (np.asarray(batch.env_steps) == 256 * 17).all()
-    best = solver.solve_batch(mad, tapes[:13], policy="optimal", chunk_size=16)
+    best = solver_batch.solve_batch(mad, tapes[:13], policy="optimal", chunk_size=16)
     np.testing.assert_array_equal(best.start_value, 1.0)
     with pytest.raises(ValueError, match="unknown policy"):
-        solver.solve_batch(mad, tapes, policy="greedy")
-    memory = solver.memory_per_problem(mad)
+        solver_batch.solve_batch(mad, tapes, policy="greedy")
+    memory = solver_batch.memory_per_problem(mad)
     assert memory["graph_bytes"] == 256 * 17 * (4 + 4 + 1 + 1) + 256 + 256 * 9 * 4 + 4
     assert memory["values_bytes"] == 13 * 256 * 4 * (1 + 17)
 
@@ -254,3 +254,32 @@ def test_bench_compares_with_the_python_solver_on_the_same_problems(small):
     assert result["max_abs_diff"] < 1e-6 and result["problems"] == 40 and result["positions_per_problem"] == 16
     assert result["ratio"] == pytest.approx(result["jax_problems_per_s"] / result["python_problems_per_s"])
     assert result["graph_bytes_per_problem"] > 16 * 9 * 10
+
+
+@dataclasses.dataclass(frozen=True)
+class MadCapped(MadSelectiveCopy):
+    """MAD where at most `cap` cells may be selected: positions with more are invalid (unreachable)."""
+
+    cap: int = 2
+
+    def _legal_action_mask(self, problem, selected):
+        room = jnp.sum(selected) < self.cap
+        return jnp.concatenate([~selected & room, selected, jnp.ones((1,), bool)])
+
+    def _position(self, problem, index):
+        selected, valid = super()._position(problem, index)
+        return selected, valid & (jnp.sum(selected) <= self.cap)
+
+
+def test_solve_batch_compacts_invalid_positions_exactly():
+    env = MadCapped(length=4, num_tokens=3, min_useful=1, max_useful=2, max_turns=5)
+    tapes = jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(9), 21))
+    graphs = build_graphs(env, tapes)
+    for policy in ("uniform", "optimal"):
+        batch = solver_batch.solve_batch(env, tapes, policy=policy, chunk_size=8)
+        values = jax.jit(jax.vmap(lambda g, p=policy: solver.solve_graph(g, policy=p, horizon=5)))(graphs)
+        np.testing.assert_allclose(batch.start_value, values.v[:, 5, 0], atol=1e-7)
+        np.testing.assert_allclose(batch.start_q, values.q[:, 5, 0], atol=1e-7)
+        assert (np.asarray(batch.num_positions) == 1 + 4 + 6).all()  # at most 2 of 4 cells selected
+    np.testing.assert_array_equal(batch.start_value, 1.0)  # optimal: every tape solvable
+    assert solver_batch.compact_size(env, 11) == 12 and solver_batch.compact_size(env, 16) == 16
