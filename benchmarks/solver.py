@@ -16,38 +16,8 @@ import jax
 import numpy as np
 
 from jaxcredit import solver_batch
+from jaxcredit.benchmarks.common import machine_description, print_table, time_best
 from jaxcredit.benchmarks.python_solver import solve_start
-
-try:  # the shared helpers (branch `bench`); the local fallback keeps this suite self-contained
-    from jaxcredit.benchmarks.common import machine_description, print_table, time_best
-except ImportError:  # pragma: no cover - removed once benchmarks/common.py is on main
-    import os
-    import platform
-    import sys
-
-    def machine_description() -> dict:
-        """The machine a benchmark ran on: cores, JAX backend and devices, versions."""
-        return {"cores": os.cpu_count(), "backend": jax.default_backend(),
-                "devices": [str(d) for d in jax.devices()], "jax": jax.__version__,
-                "numpy": np.__version__, "python": platform.python_version()}
-
-    def time_best(fn, *, repeats: int, warmup: int = 1):
-        """`(seconds, result)`: the fastest of `repeats` calls after `warmup` untimed ones."""
-        for _ in range(warmup):
-            jax.block_until_ready(fn())
-        best, result = float("inf"), None
-        for _ in range(repeats):
-            start = time.perf_counter()
-            result = jax.block_until_ready(fn())
-            best = min(best, time.perf_counter() - start)
-        return best, result
-
-    def print_table(title, headers, rows, *, file=None) -> None:
-        """Print a left-aligned text table with a title to stderr."""
-        cells = [[str(h) for h in headers]] + [[str(c) for c in row] for row in rows]
-        widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-        lines = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in cells]
-        print(title, *lines, sep="\n", file=file or sys.stderr)
 
 
 def _take(problems, count: int):
