@@ -16,7 +16,7 @@ import jax
 import numpy as np
 
 from jaxcredit import solver_batch
-from jaxcredit.benchmarks.common import machine_description, print_table, time_best
+from jaxcredit.benchmarks.common import machine_description, print_table, time_interleaved
 from jaxcredit.benchmarks.python_solver import solve_start
 
 
@@ -48,16 +48,21 @@ def bench_one(env, reference, problems, *, label: str, chunk_size: int, python_p
     """Time both solvers on `problems` (leading axis `[B]`) and return raw numbers for one env."""
     num_problems = int(jax.tree_util.tree_leaves(problems)[0].shape[0])
     horizon = env.max_turns
-    seconds, batch = time_best(lambda: solver_batch.solve_batch(env, problems, chunk_size=chunk_size),
-                               repeats=repeats)
-    python_seconds, python_values, worst = 0.0, [], 0.0
-    for i in range(python_problems):
-        start = time.perf_counter()
-        value, q = solve_start(reference, _problem(problems, i), turns_left=horizon)
-        python_seconds += time.perf_counter() - start
-        python_values.append(value)
-        worst = max(worst, abs(value - float(batch.start_value[i])),
+
+    def python_solve():
+        return [solve_start(reference, _problem(problems, i), turns_left=horizon) for i in range(python_problems)]
+
+    start = time.perf_counter()  # the first call compiles (one shape per compacted size): reported apart
+    jax.block_until_ready(solver_batch.solve_batch(env, problems, chunk_size=chunk_size))
+    first_call = time.perf_counter() - start
+    timed = time_interleaved({
+        "jax": lambda: solver_batch.solve_batch(env, problems, chunk_size=chunk_size),
+        "python": python_solve,
+    }, repeats=repeats)
+    (seconds, batch), (python_seconds, python_values) = timed["jax"], timed["python"]
+    worst = max(max(abs(value - float(batch.start_value[i])),
                     float(np.max(np.abs(np.asarray(q) - np.asarray(batch.start_q[i])))))
+                for i, (value, q) in enumerate(python_values))
     memory = solver_batch.memory_per_problem(env, horizon=horizon)
     working = _working_bytes(env, problems, chunk_size=min(chunk_size, num_problems), horizon=horizon,
                              max_valid=int(np.max(np.asarray(batch.num_positions))))
@@ -69,6 +74,7 @@ def bench_one(env, reference, problems, *, label: str, chunk_size: int, python_p
         "chunk_size": chunk_size,
         "horizon": horizon,
         "jax_seconds": seconds,
+        "jax_first_call_seconds": first_call,
         "jax_problems_per_s": jax_rate,
         "python_problems": python_problems,
         "python_seconds": python_seconds,
