@@ -28,15 +28,15 @@ def _problem(problems, i: int):
     return jax.tree_util.tree_map(lambda x: np.asarray(x)[i], problems)
 
 
-def _working_bytes(env, problems, *, chunk_size: int, horizon: int, max_valid: int) -> int | None:
-    """XLA's temporary buffers plus outputs of one compiled chunk, both stages, at the compacted
-    size of the largest problem (`max_valid` positions); None where the backend cannot say."""
+def _working_bytes(env, problems, *, chunk_size: int, horizon: int, num_valid: int, num_edges: int) -> int | None:
+    """XLA's temporary buffers plus outputs of one compiled chunk, both stages, at the padded sizes
+    of the largest problem (`num_valid` positions, `num_edges` moves); None where unknown."""
     chunk = jax.tree_util.tree_map(lambda x: np.asarray(x)[:chunk_size], problems)
-    size = solver_batch.compact_size(env, max_valid)
+    sizes = {"rows": solver_batch.compact_size(env, num_valid), "edges": solver_batch.edge_size(env, num_edges)}
     try:
-        build = solver_batch._build_compact_chunk.lower(env, chunk, size=size).compile()
-        graphs, start = jax.eval_shape(lambda p: solver_batch._build_compact_chunk(env, p, size=size), chunk)
-        solve = solver_batch._solve_chunk_graphs.lower(graphs, start, policy="uniform", horizon=horizon).compile()
+        build = solver_batch._build_chunk.lower(env, chunk, **sizes).compile()
+        graphs = jax.eval_shape(lambda p: solver_batch._build_chunk(env, p, **sizes), chunk)
+        solve = solver_batch._solve_chunk.lower(graphs, policy="uniform", horizon=horizon).compile()
         return int(sum(c.memory_analysis().temp_size_in_bytes + c.memory_analysis().output_size_in_bytes
                        for c in (build, solve)))
     except Exception:  # memory analysis is optional on some backends
@@ -65,7 +65,8 @@ def bench_one(env, reference, problems, *, label: str, chunk_size: int, python_p
                 for i, (value, q) in enumerate(python_values))
     memory = solver_batch.memory_per_problem(env, horizon=horizon)
     working = _working_bytes(env, problems, chunk_size=min(chunk_size, num_problems), horizon=horizon,
-                             max_valid=int(np.max(np.asarray(batch.num_positions))))
+                             num_valid=int(np.max(np.asarray(batch.num_positions))),
+                             num_edges=int(np.max(np.asarray(batch.num_edges))))
     jax_rate = num_problems / seconds
     python_rate = python_problems / python_seconds
     return {
@@ -85,6 +86,7 @@ def bench_one(env, reference, problems, *, label: str, chunk_size: int, python_p
         "max_positions": env.num_positions,
         "actions": env.num_actions,
         "env_steps_per_problem": float(np.mean(np.asarray(batch.env_steps))),
+        "legal_moves_per_problem": float(np.mean(np.asarray(batch.num_edges))),
         "graph_bytes_per_problem": memory["graph_bytes"],
         "values_bytes_per_problem": memory["values_bytes"],
         "working_bytes_per_problem": None if working is None else working // min(chunk_size, num_problems),

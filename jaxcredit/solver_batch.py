@@ -1,15 +1,22 @@
-"""Exact start values of many problems: the solver in jitted chunks, compacted to valid positions.
+"""Exact start values of many problems: the solver in jitted chunks, stepping only legal moves.
 
-`solve_batch` is what audits and benchmarks call for hundreds or thousands of problems. It keeps
-only what they need per problem (the start position's V and Q, the graph's size), so memory stays
-at one chunk's graphs. Two things make it fast on a CPU: problems whose positions are mostly
-invalid (arithmetic: about 60% of the S index slots break a rule for a given problem) are
-compacted to their valid positions before any step is taken -- problems are sorted by their
-number of valid positions and each chunk is padded to a bucket of `S / 8`, so only a few shapes
-compile -- and a chunk's graphs are solved as one block-diagonal graph (one flat gather per turn
-instead of a batched one). The values are those of `jaxcredit.solver`, exactly.
+`solve_batch` is what audits and benchmarks call for hundreds or thousands of problems, under the
+uniform or the optimal policy. It keeps only what they need per problem (the start position's V
+and Q, the graph's size), so memory stays at one chunk. It gives the values of
+`jaxcredit.solver` (same recursion, same conventions) at a fraction of the work:
 
-Shape letters: B problems, S positions, K rows of a compacted graph, A actions.
+- the graph is a list of legal moves (valid position, legal action), not the full `[S, A]`
+  table: in arithmetic about 60% of the S index slots break a rule for a given problem and most
+  valid positions (one number left) have 2 legal actions of 53, so about 7% of the table is
+  stepped; MAD steps 9 of 17 actions. A refusal, the rest of the table, never needs a step:
+  under these policies it has probability 0 (only the start row, whose Q is returned for every
+  action, is stepped whole);
+- problems are sorted by size and each chunk is padded to buckets of `S / 8` rows and
+  `S * A / 64` moves, so only a few shapes compile;
+- a chunk's graphs are solved as one block-diagonal graph (one flat gather and one sorted
+  segment sum per turn).
+
+Shape letters: B problems, S positions, K rows (valid positions, padded), E moves (padded), A actions.
 """
 
 from __future__ import annotations
@@ -23,21 +30,9 @@ import numpy as np
 from flax import struct
 
 from jaxcredit.env import Environment
-from jaxcredit.solver import (
-    POLICIES,
-    Graph,
-    _backup,
-    _check_horizon,
-    _optimal_v,
-    _policy_v,
-    build_graph,
-    evaluate_policy,
-    graph_over_positions,
-    start_position,
-    uniform_policy,
-)
+from jaxcredit.solver import POLICIES, _check_horizon, build_graph, evaluate_policy, start_position, uniform_policy
 
-BUCKETS = 8  # compacted sizes are multiples of ceil(S / BUCKETS): at most BUCKETS + 1 compiled shapes
+BUCKETS = 8  # rows are padded to multiples of ceil(S / BUCKETS), moves to ceil(S * A / (8 * BUCKETS))
 
 
 @struct.dataclass
@@ -49,7 +44,9 @@ class BatchSolution:
       start_q: float32 `[B, A]`, Q of every action there.
       start_legal: bool `[B, A]`, the legal actions there.
       num_positions: int32 `[B]`, the number of valid positions of each problem.
-      env_steps: int32 `[B]`, environment steps a full graph costs (valid positions x A).
+      env_steps: int32 `[B]`, environment steps a full graph costs (valid positions x A), the
+        label work a budget ledger charges (`solve_batch` itself steps only the legal moves).
+      num_edges: int32 `[B]`, the number of legal moves (valid position, legal action).
     """
 
     start_value: jax.Array
@@ -57,62 +54,152 @@ class BatchSolution:
     start_legal: jax.Array
     num_positions: jax.Array
     env_steps: jax.Array
+    num_edges: jax.Array
+
+
+@struct.dataclass
+class EdgeGraph:
+    """One problem's graph as a list of its legal moves (internal to `solve_batch`).
+
+    Rows are the problem's valid positions in index order, then padding; edges are the legal
+    (row, action) pairs in row order, then padding. The start row is kept whole (every action).
+
+    Attributes:
+      source: int32 `[E]` row of each edge; next_row: int32 `[E]`; reward: float32 `[E]`;
+      terminal: bool `[E]`; live: bool `[E]` (not padding).
+      legal_count: int32 `[K]`, legal actions per row.
+      start_row: int32 `[]`; start_next: int32 `[A]`; start_reward: float32 `[A]`;
+      start_terminal, start_legal: bool `[A]` (refused actions stay at the start row).
+      num_positions, num_edges: int32 `[]`.
+    """
+
+    source: jax.Array
+    next_row: jax.Array
+    reward: jax.Array
+    terminal: jax.Array
+    live: jax.Array
+    legal_count: jax.Array
+    start_row: jax.Array
+    start_next: jax.Array
+    start_reward: jax.Array
+    start_terminal: jax.Array
+    start_legal: jax.Array
+    num_positions: jax.Array
+    num_edges: jax.Array
+
+
+def _all_positions(env: Environment, problem: Any):
+    """`(states [S], legal [S, A])`: every position index of `problem`, legal masks zeroed where invalid."""
+    states, valid = jax.vmap(lambda s: env.position(problem, s))(jnp.arange(env.num_positions, dtype=jnp.int32))
+    return states, valid, states.legal_action_mask & valid[:, None]
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def _valid_counts(env: Environment, problems: Any) -> jax.Array:
-    """int32 `[B]`: the number of valid positions of each problem (positions only, no step)."""
-    positions = jnp.arange(env.num_positions, dtype=jnp.int32)
-    valid = jax.vmap(lambda p: jax.vmap(lambda s: env.position(p, s)[1])(positions))(problems)
-    return jnp.sum(valid, axis=-1).astype(jnp.int32)
+def _sizes(env: Environment, problems: Any) -> tuple[jax.Array, jax.Array]:
+    """int32 `[B]` twice: valid positions and legal moves of each problem (positions only, no step)."""
+    def one(problem):
+        _, valid, legal = _all_positions(env, problem)
+        return jnp.sum(valid).astype(jnp.int32), jnp.sum(legal).astype(jnp.int32)
+
+    return jax.vmap(one)(problems)
 
 
-def _compact_graph(env: Environment, problem: Any, *, size: int) -> tuple[Graph, jax.Array]:
-    """`(graph [K = size], start row)`: the graph over the problem's valid positions, then padding.
+def _where_true(mask: jax.Array, *, size: int) -> jax.Array:
+    """int32 `[size]`: the indices of the first `size` True entries of bool `[N]` `mask`, then N.
 
-    Needs `size` > the number of valid positions: the last row is always padding, and a position
-    index with no row (an invalid one) maps to it, where the value is 0 as in the full graph.
-    `size == S` means every position is valid: then it is the full graph.
+    `jnp.nonzero(mask, size=size, fill_value=N)`, by binary search in the running count: on CPU
+    this is much faster than nonzero's scatter for a long mask.
     """
-    S = env.num_positions
-    if size == S:
-        return build_graph(env, problem), start_position(env, problem)
-    all_positions = jnp.arange(S, dtype=jnp.int32)
-    valid = jax.vmap(lambda s: env.position(problem, s)[1])(all_positions)
-    rows = jnp.nonzero(valid, size=size, fill_value=S)[0].astype(jnp.int32)  # [K] position of each row
-    is_position = rows < S
-    row_of_position = jnp.full((S,), size - 1, jnp.int32).at[rows].set(jnp.arange(size, dtype=jnp.int32),
-                                                                       mode="drop")
-    graph = graph_over_positions(env, problem, jnp.where(is_position, rows, 0), is_position,
-                                 lambda index: row_of_position[index])
-    return graph, row_of_position[start_position(env, problem)]
+    count = jnp.cumsum(mask, dtype=jnp.int32)
+    wanted = jnp.arange(1, size + 1, dtype=jnp.int32)
+    return jnp.searchsorted(count, wanted, side="left", method="scan").astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames=("env", "size"))
-def _build_compact_chunk(env: Environment, problems: Any, *, size: int) -> tuple[Graph, jax.Array]:
-    return jax.vmap(functools.partial(_compact_graph, env, size=size))(problems)
+def _edge_graph(env: Environment, problem: Any, *, rows: int, edges: int) -> EdgeGraph:
+    """`problem`'s `EdgeGraph` with `rows` rows and `edges` edges, stepping only the legal moves.
+
+    Needs `rows` > the number of valid positions unless every position is valid (`rows == S`):
+    the last row is then padding, and an index with no row (never reached by a legal move of a
+    valid position, by the positions contract) maps to it, where every value is 0.
+    """
+    S, A = env.num_positions, env.num_actions
+    states, valid, legal = _all_positions(env, problem)
+    if rows == S:
+        position_of_row, row_of = jnp.arange(S, dtype=jnp.int32), jnp.arange(S, dtype=jnp.int32)
+    else:
+        position_of_row = _where_true(valid, size=rows)
+        row_of = jnp.full((S,), rows - 1, jnp.int32).at[position_of_row].set(
+            jnp.arange(rows, dtype=jnp.int32), mode="drop")
+    is_row = position_of_row < S
+    row_position = jnp.minimum(position_of_row, S - 1)
+    row_legal = legal[row_position] & is_row[:, None]  # [K, A]
+    flat = _where_true(row_legal.reshape(-1), size=edges)
+    live = flat < rows * A
+    source = jnp.where(live, flat // A, 0)
+    edge_states = jax.tree_util.tree_map(lambda x: x[row_position[source]], states)
+    stepped = jax.vmap(env.step)(edge_states, flat % A)
+    moved = live & ~stepped.rejected
+
+    start = start_position(env, problem)
+    from_start = jax.vmap(env.step, in_axes=(None, 0))(jax.tree_util.tree_map(lambda x: x[start], states),
+                                                       jnp.arange(A, dtype=jnp.int32))
+    start_moved = legal[start] & ~from_start.rejected
+    return EdgeGraph(
+        source=source,
+        next_row=jnp.where(moved, row_of[jax.vmap(env.position_index)(stepped)], source),
+        reward=jnp.where(moved, stepped.reward, 0.0).astype(jnp.float32),
+        terminal=moved & stepped.terminated,
+        live=live,
+        legal_count=jnp.sum(row_legal, axis=-1).astype(jnp.int32),
+        start_row=row_of[start],
+        start_next=jnp.where(start_moved, row_of[jax.vmap(env.position_index)(from_start)], row_of[start]),
+        start_reward=jnp.where(start_moved, from_start.reward, 0.0).astype(jnp.float32),
+        start_terminal=start_moved & from_start.terminated,
+        start_legal=legal[start],
+        num_positions=jnp.sum(valid).astype(jnp.int32),
+        num_edges=jnp.sum(legal).astype(jnp.int32),
+    )
+
+
+@functools.partial(jax.jit, static_argnames=("env", "rows", "edges"))
+def _build_chunk(env: Environment, problems: Any, *, rows: int, edges: int) -> EdgeGraph:
+    return jax.vmap(functools.partial(_edge_graph, env, rows=rows, edges=edges))(problems)
 
 
 @functools.partial(jax.jit, static_argnames=("policy", "horizon"))
-def _solve_chunk_graphs(graphs: Graph, start: jax.Array, *, policy: str, horizon: int) -> BatchSolution:
-    """Solve a chunk's graphs `[B, K, A]` as one block-diagonal graph; keep the start rows `[B]`."""
-    B, K, A = graphs.legal.shape
+def _solve_chunk(graphs: EdgeGraph, *, policy: str, horizon: int) -> BatchSolution:
+    """Solve a chunk's edge graphs (leading axis `[B]`) as one block-diagonal graph of `B * K` rows."""
+    B, K = graphs.legal_count.shape
     offset = jnp.arange(B, dtype=jnp.int32) * K
-    merged = jax.tree_util.tree_map(
-        lambda x: x.reshape((B * K,) + x.shape[2:]),
-        graphs.replace(next_position=graphs.next_position + offset[:, None, None], env_steps=None))
-    if policy == "uniform":
-        v = _policy_v(merged, uniform_policy(merged), horizon=horizon)
-    else:
-        v = _optimal_v(merged, horizon=horizon)
-    start = start + offset
-    start_q = _backup(jax.tree_util.tree_map(lambda x: x[start], merged), v[max(horizon - 1, 0)])
+    source = (graphs.source + offset[:, None]).reshape(-1)
+    next_row = (graphs.next_row + offset[:, None]).reshape(-1)
+    reward, terminal, live = graphs.reward.reshape(-1), graphs.terminal.reshape(-1), graphs.live.reshape(-1)
+    legal_count = graphs.legal_count.reshape(-1)
+    weight = jnp.where(live, 1.0 / jnp.maximum(legal_count[source], 1), 0.0)  # the uniform policy
+
+    def turn(v_prev, _):
+        q = reward + jnp.where(terminal, 0.0, v_prev[next_row])
+        if policy == "uniform":
+            v = jax.ops.segment_sum(weight * q, source, num_segments=B * K, indices_are_sorted=True)
+        else:  # a row without legal moves can only refuse: its value stays 0, as in the full graph
+            best = jax.ops.segment_max(jnp.where(live, q, -jnp.inf), source, num_segments=B * K,
+                                       indices_are_sorted=True)
+            v = jnp.where(legal_count > 0, best, 0.0)
+        return v, None
+
+    zero = jnp.zeros((B * K,), jnp.float32)
+    before_last, _ = jax.lax.scan(turn, zero, None, length=max(horizon - 1, 0))
+    last = turn(before_last, None)[0] if horizon > 0 else zero
+    start = graphs.start_row + offset
+    later = before_last[graphs.start_next + offset[:, None]]
+    start_q = graphs.start_reward + jnp.where(graphs.start_terminal, 0.0, later)
     return BatchSolution(
-        start_value=v[horizon, start],
+        start_value=last[start],
         start_q=start_q if horizon > 0 else jnp.zeros_like(start_q),
-        start_legal=merged.legal[start],
-        num_positions=jnp.sum(graphs.valid, axis=-1).astype(jnp.int32),
-        env_steps=graphs.env_steps,
+        start_legal=graphs.start_legal,
+        num_positions=graphs.num_positions,
+        env_steps=graphs.num_positions * graphs.start_legal.shape[-1],
+        num_edges=graphs.num_edges,
     )
 
 
@@ -122,6 +209,12 @@ def compact_size(env: Environment, num_valid: int) -> int:
         return num_valid  # nothing to compact (MAD): the full graph
     step = -(-env.num_positions // BUCKETS)
     return step * (num_valid // step + 1)  # strictly more than num_valid: a padding row exists
+
+
+def edge_size(env: Environment, num_edges: int) -> int:
+    """Host: the padded edge count for a chunk whose largest problem has `num_edges` legal moves."""
+    step = -(-env.num_positions * env.num_actions // (8 * BUCKETS))
+    return step * max(1, -(-num_edges // step))
 
 
 def _rows(tree, index):
@@ -146,15 +239,17 @@ def solve_batch(env: Environment, problems: Any, *, policy: str = "uniform", chu
     def padded_chunk(first):  # always chunk_size indices, so one compiled shape serves every chunk
         return np.minimum(np.arange(first, first + chunk_size), num_problems - 1)
 
-    counts = np.concatenate([np.asarray(_valid_counts(env, _rows(problems, padded_chunk(first))))
-                             for first in range(0, num_problems, chunk_size)])[:num_problems]
-    order = np.argsort(counts, kind="stable")  # similar sizes share a chunk and a compiled shape
+    sizes = [jax.device_get(_sizes(env, _rows(problems, padded_chunk(first))))
+             for first in range(0, num_problems, chunk_size)]
+    num_valid = np.concatenate([valid for valid, _ in sizes])[:num_problems]
+    num_edges = np.concatenate([edges for _, edges in sizes])[:num_problems]
+    order = np.lexsort((num_edges, num_valid))  # similar sizes share a chunk and a compiled shape
     pieces = []
     for first in range(0, num_problems, chunk_size):
         index = order[padded_chunk(first)]
-        chunk = _rows(problems, index)
-        graphs, start = _build_compact_chunk(env, chunk, size=compact_size(env, int(counts[index].max())))
-        solution = _solve_chunk_graphs(graphs, start, policy=policy, horizon=horizon)
+        graphs = _build_chunk(env, _rows(problems, index), rows=compact_size(env, int(num_valid[index].max())),
+                              edges=edge_size(env, int(num_edges[index].max())))
+        solution = _solve_chunk(graphs, policy=policy, horizon=horizon)
         pieces.append(_rows(solution, slice(0, min(chunk_size, num_problems - first))))
     solved = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *pieces)
     return _rows(solved, np.argsort(order))

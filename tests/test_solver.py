@@ -283,3 +283,12 @@ def test_solve_batch_compacts_invalid_positions_exactly():
         assert (np.asarray(batch.num_positions) == 1 + 4 + 6).all()  # at most 2 of 4 cells selected
     np.testing.assert_array_equal(batch.start_value, 1.0)  # optimal: every tape solvable
     assert solver_batch.compact_size(env, 11) == 12 and solver_batch.compact_size(env, 16) == 16
+
+
+def test_where_true_equals_nonzero_with_fill():
+    rng = np.random.default_rng(0)
+    for n, p, size in [(50, 0.3, 20), (50, 0.0, 5), (64, 1.0, 64), (200, 0.05, 3)]:
+        mask = rng.random(n) < p
+        want = np.nonzero(mask)[0][:size]
+        want = np.concatenate([want, np.full(size - len(want), n)])
+        np.testing.assert_array_equal(solver_batch._where_true(jnp.asarray(mask), size=size), want)
