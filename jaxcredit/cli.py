@@ -103,16 +103,16 @@ def _replay(env, state, text: str | None):
 
 
 def _solve_values(env, problem, state, *, policy: str, turns_left: int):
-    """`(graph, values)` of the position of `state` under `policy` with `turns_left` turns left."""
+    """float32 `[T + 1, S]`, `[T + 1, S, A]`: exact values under `policy` with `turns_left` turns left."""
     import dataclasses
 
     import jax
 
     from jaxcredit import solver
 
-    graph = jax.jit(solver.build_graph, static_argnums=0)(env, problem)
     if policy in solver.POLICIES:
-        return graph, solver.solve_graph(graph, policy=policy, horizon=turns_left)
+        values = solver.solve(env, problem, policy=policy, horizon=turns_left)
+        return values.v, values.q
     if not os.path.isdir(policy):
         raise FileNotFoundError(f"--policy: no checkpoint directory {policy!r} (or use uniform, optimal)")
     try:
@@ -127,8 +127,15 @@ def _solve_values(env, problem, state, *, policy: str, turns_left: int):
         raise CommandError(f"--policy: cannot load checkpoint {policy!r}: {type(error).__name__}: {error}") from error
     if turns_left > 0:  # the network sees this position with exactly `turns_left` turns left
         env = dataclasses.replace(env, max_turns=int(state.turn) + turns_left)
-    probs = solver.network_policy_probs(env, problem, graph, policy_fn, params, horizon=turns_left)
-    return graph, solver.evaluate_policy(graph, probs, horizon=turns_left)
+
+    @jax.jit
+    def network_values(problem, params):
+        graph = solver.build_graph(env, problem)
+        probs = solver.network_policy_probs(env, problem, graph, policy_fn, params, horizon=turns_left)
+        return solver.evaluate_policy(graph, probs, horizon=turns_left)
+
+    values = network_values(problem, params)
+    return values.v, values.q
 
 
 def _cmd_solve(args) -> None:
@@ -136,11 +143,11 @@ def _cmd_solve(args) -> None:
     state = _replay(env, env.init_problem(problem), args.actions)
     remaining = env.max_turns - int(state.turn)
     turns_left = remaining if args.turns is None else _parse_int("--turns", args.turns, low=0)
-    graph, values = _solve_values(env, problem, state, policy=args.policy, turns_left=turns_left)
+    v, q = _solve_values(env, problem, state, policy=args.policy, turns_left=turns_left)
     position = int(env.position_index(state))
-    value = float(values.v[turns_left, position])
-    q = [float(x) for x in values.q[turns_left, position]]
-    legal = [a for a in range(env.num_actions) if bool(graph.legal[position, a])]
+    value = float(v[turns_left, position])
+    q = [float(x) for x in q[turns_left, position]]
+    legal = [a for a in range(env.num_actions) if bool(state.legal_action_mask[a])]
     ranked = sorted(legal, key=lambda a: -q[a])  # stable: ties keep action order
     if args.json:
         _print_json({"value": value, "actions": [{"action": env.action_name(a), "q": q[a]} for a in ranked]})

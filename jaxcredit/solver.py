@@ -21,6 +21,7 @@ value arrays have T + 1 rows, one per number of turns left `0..T`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -287,10 +288,11 @@ def network_policy_probs(env: Environment, problem: Any, graph: Graph, policy_fn
     return action_probabilities(policy_fn(params, observations, legal), legal)
 
 
+@functools.partial(jax.jit, static_argnames=("env", "policy", "horizon"))
 def solve(env: Environment, problem: Any, *, policy: str = "uniform", horizon: int | None = None) -> Values:
     """Build `problem`'s graph and return its exact values under `policy` ('uniform' or 'optimal').
 
-    `horizon` defaults to `env.max_turns`. Jittable with `env`, `policy`, `horizon` static.
+    `horizon` defaults to `env.max_turns`. Jitted (`env`, `policy`, `horizon` static).
     """
     horizon = env.max_turns if horizon is None else horizon
     return solve_graph(build_graph(env, problem), policy=policy, horizon=horizon)
