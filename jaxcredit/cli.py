@@ -73,6 +73,8 @@ def _solve_problem(args):
         numbers = [_parse_int("--numbers", x) for x in args.numbers]
         target = _parse_int("--target", args.target)
         env = make("arithmetic", count=len(numbers))
+        if numbers and max(numbers) > env.number_limit:  # larger numbers than the default family's
+            env = make("arithmetic", count=len(numbers), max_number=max(numbers))
         return env, env.make_problem(numbers, target)
     raise CommandError(f"unknown environment {args.env!r}; choices: arithmetic, mad")
 
