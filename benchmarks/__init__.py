@@ -5,9 +5,10 @@ stderr and returns the JSON object (raw rates, `"ratios"`, and a `"machine"` des
 """
 
 from jaxcredit.benchmarks import envs
+from jaxcredit.benchmarks import solver as solver_bench
 from jaxcredit.benchmarks.envs import ENV_BENCHES, EnvBench
 from jaxcredit.benchmarks.mad_numpy import MadNumpy, MadNumpyState
 
-SUITES: dict = {"envs": envs.run}
+SUITES: dict = {"envs": envs.run, "solver": solver_bench.run}
 
 __all__ = ["ENV_BENCHES", "SUITES", "EnvBench", "MadNumpy", "MadNumpyState"]
