@@ -1,5 +1,18 @@
 """jaxcredit: a JAX-native simulator and trainer for credit-assignment research."""
 
+from jaxcredit.credit import (
+    ESTIMATORS,
+    REQUIRED_INPUTS,
+    anchor_advantage,
+    branch_action_values,
+    branch_state_values,
+    exact_advantage,
+    get_estimator,
+    mc_advantage,
+    outcome_advantage,
+    solver_action_advantage,
+    solver_advantage,
+)
 from jaxcredit.env import Environment, State, require_in_range, tree_select
 from jaxcredit.ledger import ACCOUNTS, MAX_COUNT, Counts, Ledger, init_ledger, ledger_to_dict, record
 from jaxcredit.policy import (
@@ -11,10 +24,21 @@ from jaxcredit.policy import (
     make_policy_from_sizes,
     task_sizes,
 )
-from jaxcredit.rollout import BranchResult, Trajectory, branch_returns, rollout
+from jaxcredit.rollout import BranchResult, Trajectory, branch_returns, replay, rollout
 
 __all__ = [
     "ACCOUNTS",
+    "ESTIMATORS",
+    "REQUIRED_INPUTS",
+    "anchor_advantage",
+    "branch_action_values",
+    "branch_state_values",
+    "exact_advantage",
+    "get_estimator",
+    "mc_advantage",
+    "outcome_advantage",
+    "solver_action_advantage",
+    "solver_advantage",
     "MAX_COUNT",
     "BranchResult",
     "Counts",
@@ -33,6 +57,7 @@ __all__ = [
     "make_policy_from_sizes",
     "record",
     "require_in_range",
+    "replay",
     "rollout",
     "task_sizes",
     "tree_select",

@@ -82,23 +82,13 @@ def _sample(policy_fn: PolicyFn, params: Any, state: State, key: jax.Array):
     return action.astype(jnp.int32), jnp.take_along_axis(log_probs, action[..., None], axis=-1)[..., 0]
 
 
-@functools.partial(jax.jit, static_argnames=("env", "policy_fn", "num_turns"))
-def rollout(
-    env: Environment, policy_fn: PolicyFn, params: Any, states: State, key: jax.Array, *, num_turns: int
-) -> tuple[Trajectory, Counts]:
-    """Play `num_turns` steps of every episode in `states` (leaves `[B, ...]`); consumes `key`.
-
-    Actions are sampled from the masked softmax of `policy_fn`; an ended episode keeps stepping
-    as padding (absorbing end, reward 0) and is not counted. Returns the `Trajectory` (`[B, T]`
-    with `T = num_turns`) and the `Counts` of live steps, policy evaluations and episodes that
-    were live at the start. `num_turns = env.max_turns` plays fresh episodes to their end.
-    """
-    step_keys = jax.random.split(key, num_turns)
+def _play(env: Environment, states: State, choose, xs, num_turns: int) -> tuple[Trajectory, Counts]:
+    """Scan `num_turns` steps; `choose(state, x) -> (action [B], log_prob [B])` picks each action."""
     batch_step = jax.vmap(env.step)
     batch_position = jax.vmap(env.position_index)
 
-    def one_turn(state, step_key):
-        action, log_prob = _sample(policy_fn, params, state, step_key)
+    def one_turn(state, x):
+        action, log_prob = choose(state, x)
         live = ~state.done
         next_state = batch_step(state, action)
         record = dict(
@@ -110,11 +100,53 @@ def rollout(
         )
         return next_state, record
 
-    final_state, records = jax.lax.scan(one_turn, states, step_keys)
+    final_state, records = jax.lax.scan(one_turn, states, xs, length=num_turns)
     records = jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), records)
     trajectory = Trajectory(**records, final_state=final_state)
     steps = jnp.sum(trajectory.live, dtype=jnp.int32)
     counts = Counts(env_steps=steps, policy_evals=steps, episodes=jnp.sum(~states.done, dtype=jnp.int32))
+    return trajectory, counts
+
+
+@functools.partial(jax.jit, static_argnames=("env", "policy_fn", "num_turns"))
+def rollout(
+    env: Environment, policy_fn: PolicyFn, params: Any, states: State, key: jax.Array, *, num_turns: int
+) -> tuple[Trajectory, Counts]:
+    """Play `num_turns` steps of every episode in `states` (leaves `[B, ...]`); consumes `key`.
+
+    Actions are sampled from the masked softmax of `policy_fn`; an ended episode keeps stepping
+    as padding (absorbing end, reward 0) and is not counted. Returns the `Trajectory` (`[B, T]`
+    with `T = num_turns`) and the `Counts` of live steps, policy evaluations and episodes that
+    were live at the start. `num_turns = env.max_turns` plays fresh episodes to their end.
+    """
+    def choose(state, step_key):
+        return _sample(policy_fn, params, state, step_key)
+
+    return _play(env, states, choose, jax.random.split(key, num_turns), num_turns)
+
+
+@functools.partial(jax.jit, static_argnames=("env", "policy_fn"))
+def replay(
+    env: Environment, states: State, actions: jax.Array, *, policy_fn: PolicyFn | None = None, params: Any = None
+) -> tuple[Trajectory, Counts]:
+    """The `Trajectory` of given actions int32 `[B, T]` from `states` (leaves `[B, ...]`).
+
+    For scripted episodes (tests, audits of recorded play). Illegal actions are refused by the
+    environment as usual; actions after an episode's end are padding. `log_prob` is the
+    action's log-probability under `policy_fn` if given, else 0. Counts as `rollout` (policy
+    evaluations only with a `policy_fn`).
+    """
+    def choose(state, action):
+        if policy_fn is None:
+            return action, jnp.zeros(action.shape, jnp.float32)
+        logits = policy_fn(params, state.observation, state.legal_action_mask)
+        log_probs = log_probabilities(logits, state.legal_action_mask)
+        safe = jnp.clip(action, 0, env.num_actions - 1)
+        return action, jnp.take_along_axis(log_probs, safe[..., None], axis=-1)[..., 0]
+
+    trajectory, counts = _play(env, states, choose, jnp.swapaxes(actions, 0, 1).astype(jnp.int32), actions.shape[1])
+    if policy_fn is None:
+        counts = counts.replace(policy_evals=jnp.zeros((), jnp.int32))
     return trajectory, counts
 
 
