@@ -1,5 +1,6 @@
 """jaxcredit: a JAX-native simulator and trainer for credit-assignment research."""
 
+from jaxcredit.checkpoint import load_policy, save_policy
 from jaxcredit.credit import (
     ESTIMATORS,
     REQUIRED_INPUTS,
@@ -52,6 +53,7 @@ __all__ = [
     "branch_returns",
     "count_parameters",
     "init_ledger",
+    "load_policy",
     "ledger_to_dict",
     "make_policy",
     "make_policy_from_sizes",
@@ -59,6 +61,7 @@ __all__ = [
     "require_in_range",
     "replay",
     "rollout",
+    "save_policy",
     "task_sizes",
     "tree_select",
 ]
