@@ -4,10 +4,10 @@
 stderr and returns the JSON object (raw rates, `"ratios"`, and a `"machine"` description).
 """
 
-from jaxcredit.benchmarks import envs
+from jaxcredit.benchmarks import branch, envs
 from jaxcredit.benchmarks.envs import ENV_BENCHES, EnvBench
 from jaxcredit.benchmarks.mad_numpy import MadNumpy, MadNumpyState
 
-SUITES: dict = {"envs": envs.run}
+SUITES: dict = {"envs": envs.run, "branch": branch.run}
 
 __all__ = ["ENV_BENCHES", "SUITES", "EnvBench", "MadNumpy", "MadNumpyState"]

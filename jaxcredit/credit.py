@@ -244,7 +244,7 @@ def _flatten(tree, ndims: int = 2):
 
 def branch_state_values(
     env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
-    num_continuations: int, chunk_size: int = 1024,
+    num_continuations: int, chunk_size: int = 512,
 ) -> tuple[jax.Array, Counts]:
     """`V̂` float32 `[B, T+1]` of every state of `trajectory` and its final states, by branching.
 
@@ -263,7 +263,7 @@ def branch_state_values(
 
 def branch_action_values(
     env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
-    num_continuations: int, max_legal_actions: int | None = None, chunk_size: int = 1024,
+    num_continuations: int, max_legal_actions: int | None = None, chunk_size: int = 512,
 ) -> tuple[jax.Array, Counts]:
     """`Q̂` float32 `[B, T, A]` for every legal action of every state before an action, by branching.
 

@@ -194,7 +194,7 @@ def branch_returns(
     horizon: int | None = None,
     force_first_actions: bool = False,
     max_legal_actions: int | None = None,
-    chunk_size: int = 1024,
+    chunk_size: int = 512,
 ) -> BranchResult:
     """Run `K = num_continuations` continuations from each state of `states` (leaves `[N, ...]`).
 
@@ -231,6 +231,7 @@ def branch_returns(
     # Sort states by (ended, turn) so a chunk holds continuations of similar length.
     order = jnp.argsort(jnp.where(states.done, env.max_turns + 1, states.turn), stable=True)
     total = num_states * m * k
+    chunk_size = min(chunk_size, total)  # a small call is one chunk of its own size, not padded
     num_chunks = -(-total // chunk_size)
     padded = num_chunks * chunk_size
     flat_state = jnp.repeat(order, m * k)
