@@ -15,11 +15,14 @@ continuations run one state at a time (the same jitted function called with one 
 Python loop). The per-state side is timed on a sample of states spread over the 605 and
 extrapolated to all of them (mean time per state x 605); the report says so. The rate counts
 live continuation steps (the ledger's `label_env_steps`), so padding is never counted.
+The batched call's process CPU time (all threads) is reported too, with the load average: on a
+shared machine wall time depends on the other jobs, and CPU time bounds what an idle one takes.
 Timing: `common.time_interleaved` (compilation and warm-up excluded, best of interleaved rounds).
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import jax
@@ -72,8 +75,15 @@ def bench_workload(env, policy_fn, params, states, *, force: bool, repeats: int)
     singles = [_take(states, int(i)) for i in sample]
     keys = jax.random.split(jax.random.key(SEED + 4), len(sample))
 
+    cpu_seconds = []  # process CPU time (all threads) of each batched call: on a shared machine,
+    # wall time depends on what else runs; CPU time bounds what an idle machine would take.
+
     def batched():
-        return branch_returns(env, policy_fn, params, states, jax.random.key(SEED + 5), **options)
+        start = time.process_time()
+        result = jax.block_until_ready(
+            branch_returns(env, policy_fn, params, states, jax.random.key(SEED + 5), **options))
+        cpu_seconds.append(time.process_time() - start)
+        return result
 
     def one_state_at_a_time():
         return [branch_returns(env, policy_fn, params, single, key, **options) for single, key in zip(singles, keys)]
@@ -91,6 +101,7 @@ def bench_workload(env, policy_fn, params, states, *, force: bool, repeats: int)
         "policy_evals": int(result.counts.policy_evals),
         "batched_seconds": batched_seconds,
         "batched_steps_per_second": steps / batched_seconds,
+        "batched_cpu_seconds": min(cpu_seconds),
         "per_state_sample": len(sample),
         "per_state_sample_seconds": sample_seconds,
         "per_state_steps_per_second": sample_steps / sample_seconds,
@@ -118,7 +129,8 @@ def run(args) -> dict:
         shape = f"{num_states}x{env.length + 1}x{NUM_CONTINUATIONS}" if force else f"{num_states}x{NUM_CONTINUATIONS}"
         ratio = result["per_state_seconds_extrapolated"] / result["batched_seconds"]
         ratios[f"branch:batched_vs_per_state@{shape}"] = ratio
-        rows.append([name, shape, result["continuations"], result["env_steps"], f"{result['batched_seconds']:.2f}",
+        rows.append([name, shape, result["continuations"], result["env_steps"],
+                     f"{result['batched_seconds']:.2f} ({result['batched_cpu_seconds']:.1f} cpu)",
                      format_rate(result["batched_steps_per_second"]),
                      f"{result['per_state_seconds_extrapolated']:.1f} ({result['per_state_sample']} timed)",
                      f"{ratio:.1f}x", "yes" if result["meets_target"] else "NO"])
@@ -126,7 +138,7 @@ def run(args) -> dict:
     print_table(
         f"branch continuations, {count_parameters(params)}-parameter policy, default MAD, "
         f"best of {repeats} ({machine['cores']} cores, {machine['backend']}, jax {machine['jax']})",
-        ["workload", "states x [actions x] K", "continuations", "env steps", "batched s", "steps/s",
+        ["workload", "states x [actions x] K", "continuations", "env steps", "batched s (cpu s)", "steps/s",
          "one state at a time s (extrapolated)", "batched/per-state", f"<= {TARGET_SECONDS:.0f} s"], rows)
     return {
         "suite": "branch",
@@ -137,5 +149,6 @@ def run(args) -> dict:
         "workloads": results,
         "ratios": ratios,
         "machine": machine,
+        "load_average": list(os.getloadavg()),
         "wall_seconds": time.perf_counter() - start,
     }

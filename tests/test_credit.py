@@ -45,6 +45,13 @@ def repaired_group(mad):
     return replay_episodes(mad, [REPAIRED_TAPE, REPAIRED_TAPE], [REPAIRED, FAILED])
 
 
+@pytest.fixture(scope="module")
+def repaired_values(mad):
+    """The solver's values of the repaired tape under the uniform reference and the optimal policy."""
+    tape = jnp.asarray(REPAIRED_TAPE)
+    return solve(mad, tape, policy="uniform"), solve(mad, tape, policy="optimal")
+
+
 def test_repaired_episode_outcome_gives_every_action_the_same_label(repaired_group):
     np.testing.assert_array_equal(repaired_group.live[0], np.arange(12) < 6)
     assert repaired_group.episode_return.tolist() == [1.0, 0.0]
@@ -55,8 +62,8 @@ def test_repaired_episode_outcome_gives_every_action_the_same_label(repaired_gro
         np.testing.assert_allclose(advantage[1], -label, rtol=1e-5)
 
 
-def test_repaired_episode_exact_credit_under_the_uniform_reference(mad, repaired_group):
-    values = solve(mad, jnp.asarray(REPAIRED_TAPE), policy="uniform")
+def test_repaired_episode_exact_credit_under_the_uniform_reference(repaired_group, repaired_values):
+    values, _ = repaired_values
     advantage = np.asarray(solver_advantage(repaired_group, values=values))[0]
     signs = np.sign(advantage[:6]).tolist()
     # select blank 0 -, select useful 1 +, select useful 4 +, wrong submit -, unselect 0 +, final submit +
@@ -112,16 +119,15 @@ def test_anchor_hand_computed(small_mad):
     np.testing.assert_allclose(half[0, 0], 2.0, rtol=1e-4)
 
 
-def test_refused_and_ended_steps_never_give_nan(mad):
+def test_refused_and_ended_steps_never_give_nan(mad, repaired_values):
     # An illegal action (unselect an unselected cell) is refused; the winning episode then ends
     # and its later steps are padding. A problem with no success reachable gives V = 0 everywhere.
-    refused = [9, 9, 1, 4, SUBMIT, 0, 0, 0]
-    group = replay_episodes(mad, [REPAIRED_TAPE, REPAIRED_TAPE], [refused, refused[:2] + [SUBMIT] * 6])
+    refused = [9, 9, 1, 4, SUBMIT, 0, 0, 0, 0, 0, 0, 0]
+    group = replay_episodes(mad, [REPAIRED_TAPE, REPAIRED_TAPE], [refused, refused[:2] + [SUBMIT] * 10])
     assert bool(group.states.rejected[0, 1]) and not bool(group.live[0, 5])
-    values = solve(mad, jnp.asarray(REPAIRED_TAPE), policy="uniform")
-    optimal = solve(mad, jnp.asarray(REPAIRED_TAPE), policy="optimal")
-    state_values = jnp.full((2, 9), 0.25)
-    action_values = jnp.full((2, 8, mad.num_actions), 0.5)
+    values, optimal = repaired_values
+    state_values = jnp.full((2, 13), 0.25)
+    action_values = jnp.full((2, 12, mad.num_actions), 0.5)
     outputs = {
         "outcome": outcome_advantage(group, group_size=2),
         "mc": mc_advantage(group, state_values=state_values),

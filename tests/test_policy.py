@@ -16,18 +16,18 @@ def test_default_network_has_about_100k_parameters(mad):
 def test_fresh_network_is_uniform_over_legal_actions(mad, mad_init_batch):
     init_fn, policy_fn, value_fn = make_policy(PolicyConfig(), mad)
     params = init_fn(jax.random.key(3))
-    states = mad_init_batch(jax.random.split(jax.random.key(0), 5))
-    states = jax.jit(jax.vmap(mad.step))(states, jnp.array([0, 1, 2, 3, 16]))
+    states = mad_init_batch(jax.random.split(jax.random.key(0), 6))
+    states = jax.jit(jax.vmap(mad.step))(states, jnp.array([0, 1, 2, 3, 16, 9]))  # 9: refused
     probs = action_probabilities(policy_fn(params, states.observation, states.legal_action_mask),
                                  states.legal_action_mask)
     legal = np.asarray(states.legal_action_mask)
     np.testing.assert_allclose(probs, legal / legal.sum(-1, keepdims=True), atol=1e-6)
-    assert value_fn(params, states.observation, states.legal_action_mask).shape == (5,)
+    assert value_fn(params, states.observation, states.legal_action_mask).shape == (6,)
 
 
 def test_last_token_shortcut_equals_full_computation(mad, mad_policy, mad_init_batch):
     params, policy_fn, value_fn = mad_policy
-    states = mad_init_batch(jax.random.split(jax.random.key(4), 16))
+    states = mad_init_batch(jax.random.split(jax.random.key(4), 6))
     full = PolicyNetwork(PolicyConfig(), task_sizes(mad), last_token_only=False)
     logits, value = jax.jit(full.apply)(params, states.observation)
     masked = policy_fn(params, states.observation, states.legal_action_mask)
