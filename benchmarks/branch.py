@@ -9,6 +9,7 @@ policy's own MAD episodes (default MAD, every live state of the first episodes, 
   `length + 1 = 9` legal actions in every live state; `max_legal_actions=9` skips the 8
   illegal ones of the 17, whose results would be discarded) -- the `Q̂(s, a)` an audit of every
   action's credit needs.
+- `unforced_k4`: 605 x 4, where each per-state call has little work and its fixed cost shows.
 
 Each runs as ONE `branch_returns` call (jitted, vmapped, chunked), against the same
 continuations run one state at a time (the same jitted function called with one state, in a
@@ -38,6 +39,8 @@ QUICK_STATES = 121
 NUM_CONTINUATIONS = 64
 PER_STATE_SAMPLE = 12
 TARGET_SECONDS = 30.0
+# (name, force every legal first action, K); few continuations per state show the per-call cost.
+WORKLOADS = (("unforced", False, NUM_CONTINUATIONS), ("forced", True, NUM_CONTINUATIONS), ("unforced_k4", False, 4))
 SEED = 0
 
 
@@ -66,10 +69,10 @@ def _take(states, index):
     return jax.tree_util.tree_map(lambda x: x[index:index + 1], states)
 
 
-def bench_workload(env, policy_fn, params, states, *, force: bool, repeats: int) -> dict:
+def bench_workload(env, policy_fn, params, states, *, force: bool, num_continuations: int, repeats: int) -> dict:
     """Time one batched `branch_returns` call against the same work one state at a time."""
     num_states = states.turn.shape[0]
-    options = dict(num_continuations=NUM_CONTINUATIONS, force_first_actions=force,
+    options = dict(num_continuations=num_continuations, force_first_actions=force,
                    max_legal_actions=env.length + 1 if force else None)
     sample = np.linspace(0, num_states - 1, min(PER_STATE_SAMPLE, num_states)).astype(int)
     singles = [_take(states, int(i)) for i in sample]
@@ -123,10 +126,10 @@ def run(args) -> dict:
     start = time.perf_counter()
     states = audit_states(env, policy_fn, params, num_states)
     results, ratios, rows = {}, {}, []
-    for name, force in (("unforced", False), ("forced", True)):
-        result = bench_workload(env, policy_fn, params, states, force=force, repeats=repeats)
+    for name, force, k in WORKLOADS:
+        result = bench_workload(env, policy_fn, params, states, force=force, num_continuations=k, repeats=repeats)
         results[name] = result
-        shape = f"{num_states}x{env.length + 1}x{NUM_CONTINUATIONS}" if force else f"{num_states}x{NUM_CONTINUATIONS}"
+        shape = f"{num_states}x{env.length + 1}x{k}" if force else f"{num_states}x{k}"
         ratio = result["per_state_seconds_extrapolated"] / result["batched_seconds"]
         ratios[f"branch:batched_vs_per_state@{shape}"] = ratio
         rows.append([name, shape, result["continuations"], result["env_steps"],
