@@ -20,10 +20,7 @@ from jaxcredit.credit import (
 from jaxcredit.envs import make
 from jaxcredit.policy import PolicyConfig, make_policy
 from jaxcredit.rollout import branch_returns, replay, rollout
-from jaxcredit.solver import build_graph, evaluate_policy, network_policy_probs
-from jaxcredit.solver import solve as solve_unjitted
-
-solve = jax.jit(solve_unjitted, static_argnames=("env", "policy", "horizon"))
+from jaxcredit.solver import build_graph, evaluate_policy, network_policy_probs, solve
 
 SUBMIT = 16  # default MAD: length 8
 REPAIRED_TAPE = np.array([-1, 3, -1, -1, 7, -1, -1, -1], np.int32)  # useful cells 1 and 4
