@@ -1,0 +1,389 @@
+"""Interactive arithmetic: combine numbers with `+ - * /` to reach a target, undo, submit.
+
+A problem (`ArithmeticProblem`) is `count` numbers (slots) and a target. `COMBINE(i, op, j)`
+replaces slot i by `value[i] op value[j]` and kills slot j (`-` only when the result is
+non-negative, `/` only when exact with a non-zero divisor); `UNDO` reverses the latest accepted
+combination; `FINAL(k)` submits slot k. A FINAL is correct when the value equals the target
+and, with `require_all_used` (default), slot k is the only live slot: reward 1, the episode
+ends. A wrong FINAL earns 0, uses a turn and the episode goes on.
+
+Action layout (A = 4C(C-1) + 1 + C; 53 for C = 4): ordered pairs `(i, j)`, `i != j`, are
+numbered `p = i * (C - 1) + (j if j < i else j - 1)`; `COMBINE(i, op, j)` is `4p + op` with op
+0 `+`, 1 `-`, 2 `*`, 3 `/`; `UNDO` is `4C(C-1)`; `FINAL(k)` is `4C(C-1) + 1 + k`. Legal: a
+COMBINE of two live slots obeying the rules above, UNDO after at least one accepted
+combination, FINAL of a live slot.
+
+Observation (L = 1 + D + C(1 + D) [+ 1] + 1 tokens): `TARGET` then the target's D decimal
+digits (most significant first, zero-padded), then per slot `LIVE` and its D digits or `DEAD`
+and D `BLANK`s, then (with `include_turns_left`) `TURNS_LEFT + turns left`, then `ACT`.
+Vocabulary: digits 0-9 are tokens 0-9, `BLANK` 10, `TARGET` 11, `LIVE` 12, `DEAD` 13, `ACT` 14,
+turns left t in `[0, max_turns]` is `15 + t` (vocabulary 15, or 16 + max_turns with turns left).
+D is the number of digits of the value bound `max(2, max_number) ** C`: every reachable value
+is at most that (`x + y <= x * y` once both are >= 2, `- /` never grow), and the configuration
+is refused unless the bound fits in int32, so values stay exact and never overflow.
+
+Positions: the path of accepted combinations (UNDO must know the history). At depth k (k
+combinations done) there are `r_k = 4 (C - k)(C - k - 1)` local choices: the rank of i among
+live slots, the rank of j among the other live slots, and op, as `(rank_i (C-k-1) + rank_j) 4 +
+op`. A path of depth d has index `offset_d + sum_k choice_k * prod(r_{k+1} .. r_{d-1})`, with
+`offset_d` the number of paths shorter than d. S = 1 + 48 + 48*24 + 48*24*8 = 10,417 for C = 4.
+Indices whose path breaks a rule for this problem are invalid. A wrong FINAL keeps the position.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxcredit.env import Environment, State, require_in_range, tree_select
+from jaxcredit.envs.problems import FAMILIES, INT32_LIMIT, OPS, ArithmeticProblem, get_family
+
+BLANK, TARGET, LIVE, DEAD, ACT, TURNS_LEFT = 10, 11, 12, 13, 14, 15
+MAX_COUNT = 5
+NUM_CANDIDATES = 32  # sample_problem draws this many candidate problems and keeps the first accepted
+
+
+@struct.dataclass
+class ArithmeticState:
+    """The environment-specific state.
+
+    Attributes:
+      values: int32 `[C]`; a dead slot keeps the value it had when it died.
+      live: bool `[C]`.
+      depth: int32 `[]`, the number of accepted combinations not undone.
+      path: int32 `[C-1]`, the COMBINE action ids of those combinations (-1 past `depth`).
+      replaced: int32 `[C-1]`, the value slot i held before each of them (0 past `depth`).
+    """
+
+    values: jax.Array
+    live: jax.Array
+    depth: jax.Array
+    path: jax.Array
+    replaced: jax.Array
+
+
+def combine_values(a: jax.Array, op: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """`a op b` and whether the rules allow it, elementwise (int32 in, int32 and bool out)."""
+    safe_b = jnp.where(b == 0, 1, b)
+    result = jnp.select([op == 0, op == 1, op == 2], [a + b, a - b, a * b], a // safe_b)
+    allowed = jnp.where(op == 1, a >= b, jnp.where(op == 3, (b != 0) & (a % safe_b == 0), True))
+    return result.astype(jnp.int32), allowed
+
+
+@dataclasses.dataclass(frozen=True)
+class Arithmetic(Environment):
+    """Interactive arithmetic. See the module docstring for actions, observations, positions."""
+
+    count: int = 4
+    max_turns: int = 7
+    require_all_used: bool = True
+    include_turns_left: bool = False
+    family: str = "default"
+    max_number: int | None = None  # None: the family's largest number
+    name: str = "arithmetic"
+
+    def __post_init__(self):
+        owner = "arithmetic"
+        spec = get_family(self.family)
+        require_in_range(owner, "count", self.count, 2, MAX_COUNT)
+        require_in_range(owner, "max_turns", self.max_turns, self.count)  # C-1 combinations + FINAL
+        for field in ("require_all_used", "include_turns_left"):
+            if not isinstance(getattr(self, field), bool):
+                raise ValueError(f"{owner}.{field} must be True or False, got {getattr(self, field)!r}")
+        if self.max_number is not None:
+            require_in_range(owner, "max_number", self.max_number, spec.number_high)
+        if self.value_bound > INT32_LIMIT:
+            raise ValueError(f"{owner}: values can reach max(2, max_number)**count = {self.value_bound}, "
+                             f"past int32; lower count or max_number")
+
+    # ----- sizes -----
+    @property
+    def number_limit(self) -> int:
+        """The largest starting number a problem may hold."""
+        return FAMILIES[self.family].number_high if self.max_number is None else self.max_number
+
+    @property
+    def value_bound(self) -> int:
+        """No reachable value (nor a target) exceeds this."""
+        return max(2, self.number_limit) ** self.count
+
+    @property
+    def digits(self) -> int:
+        """D: decimal digits per value in the observation."""
+        return len(str(self.value_bound))
+
+    @property
+    def num_combine_actions(self) -> int:
+        return 4 * self.count * (self.count - 1)
+
+    @property
+    def undo_action(self) -> int:
+        return self.num_combine_actions
+
+    def final_action(self, slot: int) -> int:
+        """The action id of `FINAL(slot)`."""
+        return self.num_combine_actions + 1 + slot
+
+    def combine_action(self, i: int, op: int, j: int) -> int:
+        """The action id of `COMBINE(i, op, j)` (op indexes `+ - * /`)."""
+        return 4 * (i * (self.count - 1) + (j if j < i else j - 1)) + op
+
+    @property
+    def num_actions(self) -> int:
+        return self.num_combine_actions + 1 + self.count
+
+    @property
+    def observation_length(self) -> int:
+        return 1 + self.digits + self.count * (1 + self.digits) + int(self.include_turns_left) + 1
+
+    @property
+    def vocab_size(self) -> int:
+        return TURNS_LEFT + (self.max_turns + 1 if self.include_turns_left else 0)
+
+    @property
+    def _radices(self) -> list[int]:
+        return [4 * (self.count - k) * (self.count - k - 1) for k in range(self.count - 1)]
+
+    @property
+    def _offsets(self) -> list[int]:
+        """Index of the first path of each depth 0..C-1, then S."""
+        offsets, size = [0], 1
+        for radix in self._radices:
+            offsets.append(offsets[-1] + size)
+            size *= radix
+        return offsets + [offsets[-1] + size]
+
+    @property
+    def num_positions(self) -> int:
+        return self._offsets[-1]
+
+    def _strides(self) -> np.ndarray:
+        """int32 `[C, C-1]`: weight of choice k in a path of depth d (0 for k >= d)."""
+        radices = self._radices
+        strides = np.zeros((self.count, self.count - 1), np.int32)
+        for d in range(self.count):
+            for k in range(d):
+                strides[d, k] = math.prod(radices[k + 1:d])
+        return strides
+
+    def _decode(self, action):
+        """COMBINE action id -> `(i, j, op)` (any int array)."""
+        pair, op = action // 4, action % 4
+        i, jj = pair // (self.count - 1), pair % (self.count - 1)
+        return i, jj + (jj >= i), op
+
+    # ----- problems -----
+    def sample_problem(self, key: jax.Array) -> ArithmeticProblem:
+        """A problem of the configured family: numbers uniform in the family's range and the
+        value of a uniformly random legal combination path as the target, the first of
+        `NUM_CANDIDATES` candidates the family accepts (the first candidate if none is, which
+        is still solvable). Consumes `key`."""
+        spec = FAMILIES[self.family]
+        # one uniform draw feeds everything: C numbers, then one score per COMBINE per step
+        noise = jax.random.uniform(key, (NUM_CANDIDATES, self.count + (self.count - 1) * self.num_combine_actions))
+        span = spec.number_high - spec.number_low + 1
+        numbers = spec.number_low + jnp.minimum((noise[:, :self.count] * span).astype(jnp.int32), span - 1)
+        scores = noise[:, self.count:].reshape(NUM_CANDIDATES, self.count - 1, self.num_combine_actions)
+
+        def path_value(numbers, scores):
+            st = self._init(ArithmeticProblem(numbers=numbers, target=jnp.zeros((), jnp.int32)))
+            for k in range(self.count - 1):
+                legal_scores = jnp.where(self._combine_mask(st), scores[k], -1.0)
+                st = self._combine(st, jnp.argmax(legal_scores).astype(jnp.int32))
+            return jnp.sum(jnp.where(st.live, st.values, 0))
+
+        targets = jax.vmap(path_value)(numbers, scores)
+        accepted = (targets >= spec.target_low) & (targets <= spec.target_high)
+        if spec.needs_multiplication:
+            accepted &= targets > numbers.sum(axis=1)
+        first = jnp.argmax(accepted)
+        return ArithmeticProblem(numbers=numbers[first].astype(jnp.int32), target=targets[first].astype(jnp.int32))
+
+    def check_problem(self, problem) -> None:
+        numbers, target = np.asarray(problem.numbers), np.asarray(problem.target)
+        if numbers.shape != (self.count,) or target.shape != ():
+            raise ValueError(f"arithmetic problem must have {self.count} numbers and one target, "
+                             f"got numbers of shape {numbers.shape} and target of shape {target.shape}")
+        for what, value in (("numbers", numbers), ("target", target)):
+            if not np.issubdtype(value.dtype, np.integer):
+                raise ValueError(f"arithmetic {what} must be integers, got dtype {value.dtype}")
+        if numbers.min() < 0 or numbers.max() > self.number_limit:
+            raise ValueError(f"arithmetic numbers must be in [0, {self.number_limit}] "
+                             f"(max_number), got {numbers.tolist()}")
+        if not 0 <= int(target) <= self.value_bound:
+            raise ValueError(f"arithmetic target must be in [0, {self.value_bound}], got {int(target)}")
+
+    def make_problem(self, numbers, target) -> ArithmeticProblem:
+        """Host: a validated problem from Python ints; raises `ValueError`."""
+        problem = ArithmeticProblem(numbers=np.asarray(numbers, np.int32).reshape(-1),
+                                    target=np.asarray(target, np.int32).reshape(()))
+        if len(problem.numbers) != self.count:
+            raise ValueError(f"arithmetic needs exactly {self.count} numbers (count), got {len(problem.numbers)}")
+        self.check_problem(problem)
+        return problem
+
+    # ----- dynamics -----
+    def _init(self, problem):
+        return ArithmeticState(
+            values=jnp.asarray(problem.numbers, jnp.int32),
+            live=jnp.ones((self.count,), bool),
+            depth=jnp.zeros((), jnp.int32),
+            path=jnp.full((self.count - 1,), -1, jnp.int32),
+            replaced=jnp.zeros((self.count - 1,), jnp.int32),
+        )
+
+    def _combine_mask(self, st):
+        i, j, op = self._decode(np.arange(self.num_combine_actions))
+        _, allowed = combine_values(st.values[i], jnp.asarray(op), st.values[j])
+        return st.live[i] & st.live[j] & allowed
+
+    def _combine(self, st, action):
+        i, j, op = self._decode(action)
+        result, _ = combine_values(st.values[i], op, st.values[j])
+        slot = jnp.minimum(st.depth, self.count - 2)
+        return ArithmeticState(
+            values=st.values.at[i].set(result), live=st.live.at[j].set(False), depth=st.depth + 1,
+            path=st.path.at[slot].set(action), replaced=st.replaced.at[slot].set(st.values[i]))
+
+    def _undo(self, st):
+        slot = jnp.maximum(st.depth - 1, 0)
+        i, j, _ = self._decode(jnp.maximum(st.path[slot], 0))
+        return ArithmeticState(
+            values=st.values.at[i].set(st.replaced[slot]), live=st.live.at[j].set(True), depth=slot,
+            path=st.path.at[slot].set(-1), replaced=st.replaced.at[slot].set(0))
+
+    def _step(self, problem, st, action):
+        is_combine = action < self.undo_action
+        is_undo = action == self.undo_action
+        slot = jnp.clip(action - self.undo_action - 1, 0, self.count - 1)
+        moved = tree_select(is_combine, self._combine(st, jnp.where(is_combine, action, 0)),
+                            tree_select(is_undo, self._undo(st), st))
+        all_used = jnp.sum(st.live) == 1 if self.require_all_used else True
+        correct = (action > self.undo_action) & (st.values[slot] == problem.target) & all_used
+        return moved, correct.astype(jnp.float32), correct
+
+    def _digits(self, value):
+        powers = 10 ** np.arange(self.digits - 1, -1, -1, dtype=np.int64)
+        return (value[..., None] // jnp.asarray(powers, jnp.int32)) % 10
+
+    def _observe(self, problem, st, turn):
+        slots = jnp.where(st.live[:, None], self._digits(st.values), BLANK)
+        flags = jnp.where(st.live, LIVE, DEAD)[:, None]
+        parts = [jnp.array([TARGET]), self._digits(problem.target), jnp.concatenate([flags, slots], 1).reshape(-1)]
+        if self.include_turns_left:
+            parts.append((TURNS_LEFT + jnp.clip(self.max_turns - turn, 0, self.max_turns))[None])
+        parts.append(jnp.array([ACT]))
+        return jnp.concatenate(parts).astype(jnp.int32)
+
+    def _legal_action_mask(self, problem, st):
+        return jnp.concatenate([self._combine_mask(st), (st.depth > 0)[None], st.live])
+
+    # ----- positions -----
+    def _choice_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """Static tables indexed by the live-slot bitmask `sum_s live[s] 2**s`: int32
+        `[2**C, 4C(C-1)]` local choice -> COMBINE action, and COMBINE action -> local choice."""
+        to_action = np.zeros((2**self.count, self.num_combine_actions), np.int32)
+        to_choice = np.zeros((2**self.count, self.num_combine_actions), np.int32)
+        for code in range(2**self.count):
+            live = [s for s in range(self.count) if code >> s & 1]
+            for rank_i, i in enumerate(live):
+                others = [s for s in live if s != i]
+                for rank_j, j in enumerate(others):
+                    for op in range(4):
+                        choice = (rank_i * len(others) + rank_j) * 4 + op
+                        action = self.combine_action(i, op, j)
+                        to_action[code, choice], to_choice[code, action] = action, choice
+        return to_action, to_choice
+
+    def _live_code(self, live):
+        return jnp.sum(live.astype(jnp.int32) << jnp.arange(self.count))
+
+    def _position(self, problem, index):
+        return _jit_position(self, problem, index)
+
+    def _position_impl(self, problem, index):
+        offsets = jnp.asarray(self._offsets, jnp.int32)
+        valid = (index >= 0) & (index < self.num_positions)
+        index = jnp.clip(index, 0, self.num_positions - 1)
+        depth = jnp.sum(index >= offsets[1:-1]).astype(jnp.int32)
+        local = index - offsets[depth]
+        strides = jnp.asarray(self._strides())[depth]
+        to_action = jnp.asarray(self._choice_tables()[0])
+        st = self._init(problem)
+        for k, radix in enumerate(self._radices):
+            choice = (local // jnp.maximum(strides[k], 1)) % radix
+            action = to_action[self._live_code(st.live), choice]
+            i, j, op = self._decode(action)
+            _, allowed = combine_values(st.values[i], op, st.values[j])
+            active = k < depth
+            valid &= ~active | allowed
+            st = tree_select(active, self._combine(st, action), st)
+        return st, valid
+
+    def _position_index(self, problem, st):
+        return _jit_position_index(self, problem, st)
+
+    def _position_index_impl(self, problem, st):
+        st = jax.tree_util.tree_map(jnp.asarray, st)
+        to_choice = jnp.asarray(self._choice_tables()[1])
+        actions = jnp.maximum(st.path, 0)
+        _, dying, _ = self._decode(actions)
+        strides = jnp.asarray(self._strides())[st.depth]
+        index, live = jnp.asarray(self._offsets, jnp.int32)[st.depth], st.live
+        for k in reversed(range(self.count - 1)):  # revive the slots killed from depth k on
+            active = k < st.depth
+            live = jnp.where(active, live.at[dying[k]].set(True), live)
+            index += jnp.where(active, to_choice[self._live_code(live), actions[k]] * strides[k], 0)
+        return index.astype(jnp.int32)
+
+    # ----- host helpers -----
+    def action_name(self, action: int) -> str:
+        action = int(action)
+        if 0 <= action < self.undo_action:
+            i, j, op = (int(x) for x in self._decode(action))
+            return f"COMBINE({i}, {OPS[op]}, {j})"
+        if action == self.undo_action:
+            return "UNDO"
+        if self.undo_action < action < self.num_actions:
+            return f"FINAL({action - self.undo_action - 1})"
+        return f"invalid action {action}"
+
+    def history(self, state: State) -> list[tuple[int, str, int, int]]:
+        """Host: the accepted combinations not undone, as `(a, op, b, result)` values."""
+        st = jax.tree_util.tree_map(np.asarray, state.env_state)
+        steps = []
+        for k in range(int(st.depth)):
+            i, j, op = (int(x) for x in self._decode(int(st.path[k])))
+            a, b = int(st.replaced[k]), int(st.values[j])
+            result, _ = combine_values(jnp.int32(a), jnp.int32(op), jnp.int32(b))
+            steps.append((a, OPS[op], b, int(result)))
+        return steps
+
+    def render(self, state: State) -> str:
+        st = jax.tree_util.tree_map(np.asarray, state.env_state)
+        slots = [f"{int(v)}" if alive else "_" for v, alive in zip(st.values.tolist(), st.live.tolist())]
+        history = "; ".join(f"{a} {op} {b} = {c}" for a, op, b, c in self.history(state)) or "none"
+        status = "terminated" if bool(state.terminated) else "truncated" if bool(state.truncated) else "live"
+        return (
+            f"target {int(state.problem.target)}  slots [{' '.join(slots)}]  history: {history}\n"
+            f"turn {int(state.turn)}/{self.max_turns}  reward {float(state.reward):g}  "
+            f"{status}{'  (last action refused)' if bool(state.rejected) else ''}"
+        )
+
+
+# Jitted once per configuration, so eager (unjitted) callers such as the conformance check's
+# `jax.vmap(env.position_index)` dispatch one compiled computation instead of ~100 small ops.
+@functools.partial(jax.jit, static_argnums=0)
+def _jit_position(env: Arithmetic, problem, index):
+    return env._position_impl(problem, index)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _jit_position_index(env: Arithmetic, problem, st):
+    return env._position_index_impl(problem, st)
