@@ -89,10 +89,11 @@ def apply_op(a: int, op: int, b: int) -> int | None:
     return a // b if b != 0 and a % b == 0 else None
 
 
-def solve(numbers, target: int, *, require_all_used: bool = True) -> list[tuple[int, int, int]] | None:
-    """Host: exact depth-first search. Returns a shortest-found list of slot combinations
-    `(i, op, j)` (result into slot i, slot j dies) after which a FINAL of the target is correct,
-    or None when the problem has no solution. Op ids index `OPS`."""
+def solve(numbers, target: int, *, require_all_used: bool = True,
+          ops: tuple[int, ...] = (0, 1, 2, 3)) -> list[tuple[int, int, int]] | None:
+    """Host: exact depth-first search. Returns a list of slot combinations `(i, op, j)` (result
+    into slot i, slot j dies) after which a FINAL of the target is correct, or None when the
+    problem has no solution using only the op ids `ops` (which index `OPS`)."""
     values = [int(x) for x in numbers]
     target = int(target)
     failed: set[tuple[int, ...]] = set()
@@ -111,7 +112,7 @@ def solve(numbers, target: int, *, require_all_used: bool = True) -> list[tuple[
             for j in live:
                 if i == j:
                     continue
-                for op in range(4):
+                for op in ops:
                     result = apply_op(slots[i], op, slots[j])
                     if result is None:
                         continue
