@@ -192,10 +192,12 @@ class Arithmetic(Environment):
         scores = noise[:, self.count:].reshape(NUM_CANDIDATES, self.count - 1, self.num_combine_actions)
 
         def path_value(numbers, scores):
-            st = self._init(ArithmeticProblem(numbers=numbers, target=jnp.zeros((), jnp.int32)))
-            for k in range(self.count - 1):
-                legal_scores = jnp.where(self._combine_mask(st), scores[k], -1.0)
-                st = self._combine(st, jnp.argmax(legal_scores).astype(jnp.int32))
+            def combine_random(st, step_scores):
+                legal_scores = jnp.where(self._combine_mask(st), step_scores, -1.0)
+                return self._combine(st, jnp.argmax(legal_scores).astype(jnp.int32)), None
+
+            start = self._init(ArithmeticProblem(numbers=numbers, target=jnp.zeros((), jnp.int32)))
+            st, _ = jax.lax.scan(combine_random, start, scores)
             return jnp.sum(jnp.where(st.live, st.values, 0))
 
         targets = jax.vmap(path_value)(numbers, scores)

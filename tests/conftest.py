@@ -13,3 +13,13 @@ def mad():
 @pytest.fixture(scope="session")
 def mad_reference(mad):
     return make_reference(mad)
+
+
+@pytest.fixture(scope="session")
+def arithmetic():
+    return make("arithmetic")
+
+
+@pytest.fixture(scope="session")
+def arithmetic_reference(arithmetic):
+    return make_reference(arithmetic)
