@@ -42,7 +42,7 @@ import numpy as np
 from flax import struct
 
 from jaxcredit.env import Environment, State, require_in_range, tree_select
-from jaxcredit.envs.problems import FAMILIES, INT32_LIMIT, OPS, ArithmeticProblem, get_family
+from jaxcredit.envs.problems import FAMILIES, INT32_LIMIT, OPS, ArithmeticProblem, apply_op, get_family
 
 BLANK, TARGET, LIVE, DEAD, ACT, TURNS_LEFT = 10, 11, 12, 13, 14, 15
 MAX_COUNT = 5
@@ -66,14 +66,6 @@ class ArithmeticState:
     depth: jax.Array
     path: jax.Array
     replaced: jax.Array
-
-
-def combine_values(a: jax.Array, op: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """`a op b` and whether the rules allow it, elementwise (int32 in, int32 and bool out)."""
-    safe_b = jnp.where(b == 0, 1, b)
-    result = jnp.select([op == 0, op == 1, op == 2], [a + b, a - b, a * b], a // safe_b)
-    allowed = jnp.where(op == 1, a >= b, jnp.where(op == 3, (b != 0) & (a % safe_b == 0), True))
-    return result.astype(jnp.int32), allowed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,10 +165,12 @@ class Arithmetic(Environment):
         return strides
 
     def _decode(self, action):
-        """COMBINE action id -> `(i, j, op)` (any int array)."""
-        pair, op = action // 4, action % 4
-        i, jj = pair // (self.count - 1), pair % (self.count - 1)
-        return i, jj + (jj >= i), op
+        """COMBINE action id -> `(i, j, op)` (ints or int arrays). Shifts and compares only:
+        an integer division would cut the batched step into separate XLA fusions."""
+        pair, op = action >> 2, action & 3
+        i = sum((pair >= (self.count - 1) * k) * 1 for k in range(1, self.count))
+        jj = pair - (self.count - 1) * i
+        return i, jj + (jj >= i) * 1, op
 
     # ----- problems -----
     def sample_problem(self, key: jax.Array) -> ArithmeticProblem:
@@ -240,39 +234,85 @@ class Arithmetic(Environment):
             replaced=jnp.zeros((self.count - 1,), jnp.int32),
         )
 
+    # The batched step is written for XLA on CPU: slots are read and written through one-hot
+    # masks (`jnp.where`) instead of gathers and scatters, pairs are static slices, and integer
+    # division (not vectorized on CPU) is avoided where an exact float32 test exists.
+    def _pairs(self) -> list[tuple[int, int]]:
+        """The ordered pairs `(i, j)`, `i != j`, in action order."""
+        return [(i, j) for i in range(self.count) for j in range(self.count) if i != j]
+
+    @property
+    def _float_exact(self) -> bool:
+        """Values stay below 2**22, so float32 division and flooring are exact (see `_floor_div`)."""
+        return self.value_bound < 2**22
+
+    def _floor_div(self, a, b):
+        """int32 `a // b` for `0 <= a <= value_bound`, `b > 0`. Below 2**22 in float32: `a / b`
+        is at least `1 / (a + 1) > 2**-22` (relative) from the next integer, more than float32
+        rounding moves it, so the floor is exact; float division fuses where integer division does not."""
+        if self._float_exact:
+            return jnp.floor(a.astype(jnp.float32) / b.astype(jnp.float32)).astype(jnp.int32)
+        return a // b
+
+    def _apply(self, a, op, b):
+        """`a op b` (int32) and whether the rules allow it, elementwise; op ids index `+ - * /`."""
+        safe_b = jnp.where(b == 0, 1, b)
+        quotient = self._floor_div(a, safe_b)
+        result = jnp.where(op == 0, a + b, jnp.where(op == 1, a - b, jnp.where(op == 2, a * b, quotient)))
+        exact = (b != 0) & (quotient * safe_b == a)
+        return result, jnp.where(op == 1, a >= b, jnp.where(op == 3, exact, True))
+
+    @staticmethod
+    def _pick(array, one_hot):
+        """The entry of `array` `[n]` where the bool `one_hot` `[n]` is set (0 if none), unrolled
+        into elementwise ops (a reduction would be a separate XLA fusion)."""
+        return sum(jnp.where(one_hot[k], array[k], 0) for k in range(array.shape[0]))
+
     def _combine_mask(self, st):
-        i, j, op = self._decode(np.arange(self.num_combine_actions))
-        _, allowed = combine_values(st.values[i], jnp.asarray(op), st.values[j])
-        return st.live[i] & st.live[j] & allowed
+        pairs = self._pairs()
+        a = jnp.stack([st.values[i] for i, _ in pairs])
+        b = jnp.stack([st.values[j] for _, j in pairs])
+        pair_live = jnp.stack([st.live[i] & st.live[j] for i, j in pairs])
+        _, exact = self._apply(a, 3, b)
+        return jnp.stack([pair_live, pair_live & (a >= b), pair_live, pair_live & exact], axis=1).reshape(-1)
+
+    def _slot(self, index):
+        """bool `[C]`: the one-hot mask of slot `index`."""
+        return jnp.arange(self.count) == index
 
     def _combine(self, st, action):
         i, j, op = self._decode(action)
-        result, _ = combine_values(st.values[i], op, st.values[j])
-        slot = jnp.minimum(st.depth, self.count - 2)
+        slot_i, slot_j = self._slot(i), self._slot(j)
+        a = self._pick(st.values, slot_i)
+        result, _ = self._apply(a, op, self._pick(st.values, slot_j))
+        depth = jnp.arange(self.count - 1) == st.depth
         return ArithmeticState(
-            values=st.values.at[i].set(result), live=st.live.at[j].set(False), depth=st.depth + 1,
-            path=st.path.at[slot].set(action), replaced=st.replaced.at[slot].set(st.values[i]))
+            values=jnp.where(slot_i, result, st.values), live=st.live & ~slot_j, depth=st.depth + 1,
+            path=jnp.where(depth, action, st.path), replaced=jnp.where(depth, a, st.replaced))
 
     def _undo(self, st):
-        slot = jnp.maximum(st.depth - 1, 0)
-        i, j, _ = self._decode(jnp.maximum(st.path[slot], 0))
+        depth = jnp.arange(self.count - 1) == st.depth - 1
+        i, j, _ = self._decode(self._pick(st.path, depth))
         return ArithmeticState(
-            values=st.values.at[i].set(st.replaced[slot]), live=st.live.at[j].set(True), depth=slot,
-            path=st.path.at[slot].set(-1), replaced=st.replaced.at[slot].set(0))
+            values=jnp.where(self._slot(i), self._pick(st.replaced, depth), st.values),
+            live=st.live | self._slot(j), depth=st.depth - 1,
+            path=jnp.where(depth, -1, st.path), replaced=jnp.where(depth, 0, st.replaced))
 
     def _step(self, problem, st, action):
         is_combine = action < self.undo_action
         is_undo = action == self.undo_action
-        slot = jnp.clip(action - self.undo_action - 1, 0, self.count - 1)
         moved = tree_select(is_combine, self._combine(st, jnp.where(is_combine, action, 0)),
                             tree_select(is_undo, self._undo(st), st))
-        all_used = jnp.sum(st.live) == 1 if self.require_all_used else True
-        correct = (action > self.undo_action) & (st.values[slot] == problem.target) & all_used
+        submitted = self._pick(st.values, self._slot(action - self.undo_action - 1))
+        all_used = sum(st.live[k] * 1 for k in range(self.count)) == 1 if self.require_all_used else True
+        correct = (action > self.undo_action) & (submitted == problem.target) & all_used
         return moved, correct.astype(jnp.float32), correct
 
     def _digits(self, value):
-        powers = 10 ** np.arange(self.digits - 1, -1, -1, dtype=np.int64)
-        return (value[..., None] // jnp.asarray(powers, jnp.int32)) % 10
+        """int32 `[..., D]`: decimal digits, most significant first (exact in float32 below 2**22,
+        as in `_floor_div`)."""
+        shifted = [self._floor_div(value, jnp.full_like(value, 10**p)) for p in range(self.digits - 1, -1, -1)]
+        return jnp.stack([shifted[0]] + [low - 10 * high for high, low in zip(shifted, shifted[1:])], axis=-1)
 
     def _observe(self, problem, st, turn):
         slots = jnp.where(st.live[:, None], self._digits(st.values), BLANK)
@@ -322,7 +362,7 @@ class Arithmetic(Environment):
             choice = (local // jnp.maximum(strides[k], 1)) % radix
             action = to_action[self._live_code(st.live), choice]
             i, j, op = self._decode(action)
-            _, allowed = combine_values(st.values[i], op, st.values[j])
+            _, allowed = self._apply(self._pick(st.values, self._slot(i)), op, self._pick(st.values, self._slot(j)))
             active = k < depth
             valid &= ~active | allowed
             st = tree_select(active, self._combine(st, action), st)
@@ -363,8 +403,7 @@ class Arithmetic(Environment):
         for k in range(int(st.depth)):
             i, j, op = (int(x) for x in self._decode(int(st.path[k])))
             a, b = int(st.replaced[k]), int(st.values[j])
-            result, _ = combine_values(jnp.int32(a), jnp.int32(op), jnp.int32(b))
-            steps.append((a, OPS[op], b, int(result)))
+            steps.append((a, OPS[op], b, apply_op(a, op, b)))
         return steps
 
     def render(self, state: State) -> str:

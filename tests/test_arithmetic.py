@@ -27,6 +27,15 @@ def test_oracle_small_config_with_turns_left():
     assert np.asarray(states.terminated).any()
 
 
+def test_oracle_large_values_integer_path():
+    env = make("arithmetic", family="large_values")  # values past 2**22: integer division, 8 digits
+    assert not env._float_exact and env.digits == 8
+    initial, states, actions = rollout_random(env, seed=5, num_episodes=300, num_steps=env.max_turns + 1,
+                                              illegal_fraction=0.2)
+    check_against_reference(env, make_reference(env), initial, states, actions)
+    assert np.asarray(states.env_state.values).max() >= 2**22 or np.asarray(states.terminated).any()
+
+
 def test_oracle_thousands_of_random_sequences(arithmetic, arithmetic_reference):
     initial, states, actions = rollout_random(
         arithmetic, seed=11, num_episodes=2000, num_steps=arithmetic.max_turns + 1, illegal_fraction=0.2)
