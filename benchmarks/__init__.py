@@ -4,6 +4,10 @@
 stderr and returns the JSON object (raw rates, `"ratios"`, and a `"machine"` description).
 """
 
-SUITES: dict = {}
+from jaxcredit.benchmarks import envs
+from jaxcredit.benchmarks.envs import ENV_BENCHES, EnvBench
+from jaxcredit.benchmarks.mad_numpy import MadNumpy, MadNumpyState
 
-__all__ = ["SUITES"]
+SUITES: dict = {"envs": envs.run}
+
+__all__ = ["ENV_BENCHES", "SUITES", "EnvBench", "MadNumpy", "MadNumpyState"]

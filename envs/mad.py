@@ -113,12 +113,13 @@ class MadSelectiveCopy(Environment):
         return jnp.zeros((self.length,), bool)
 
     def _step(self, problem, selected, action):
-        cell = action % self.length
-        is_select = action < self.length
+        # Only legal actions reach here, so `select i` finds cell i unselected and `unselect i`
+        # finds it selected: both flip one bit. An elementwise flip instead of a scatter
+        # (`.at[cell].set`) keeps the batched step one cheap fusion on CPU.
         is_submit = action == self.submit_action
-        moved = jnp.where(is_submit, selected, selected.at[cell].set(is_select))
-        correct = is_submit & jnp.all(selected == (problem != BLANK))
-        return moved, correct.astype(jnp.float32), correct
+        flip = (jnp.arange(self.length) == action % self.length) & ~is_submit
+        correct = is_submit & ~jnp.any(selected ^ (problem != BLANK))
+        return selected ^ flip, correct.astype(jnp.float32), correct
 
     def _observe(self, problem, selected, turn):
         cells = jnp.where(problem == BLANK, selected, 2 + 2 * problem + selected)

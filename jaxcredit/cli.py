@@ -23,6 +23,17 @@ def _print_json(obj) -> None:
     sys.stdout.write("\n")
 
 
+def _batch_sizes(text: str) -> list[int]:
+    """`"64,256"` -> `[64, 256]` (the hidden `bench --sizes` option, for quick tests)."""
+    try:
+        sizes = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"batch sizes must be comma-separated integers, got {text!r}") from None
+    if any(size < 1 for size in sizes):
+        raise argparse.ArgumentTypeError(f"batch sizes must be positive, got {text!r}")
+    return sizes
+
+
 def _cmd_bench(args) -> None:
     from jaxcredit.benchmarks import SUITES
 
@@ -96,6 +107,7 @@ def _build_parser() -> argparse.ArgumentParser:
     bench.add_argument("suite", help="which suite: envs")
     bench.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bench.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
+    bench.add_argument("--sizes", type=_batch_sizes, default=None, help=argparse.SUPPRESS)  # tests: tiny batches
     bench.set_defaults(handler=_cmd_bench)
 
     play = commands.add_parser("play", help="play one episode through the text protocol on stdin")

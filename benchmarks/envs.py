@@ -1,0 +1,266 @@
+"""`jaxcredit bench envs`: environment steps per second, JAX vs NumPy vs plain Python, side by side.
+
+For each environment (one `EnvBench` entry) and each batch size B, three implementations of the
+same rules run the same episodes with the same random legal actions:
+
+- `jax`: the jitted, vmapped environment; the whole T-turn loop is one `lax.scan` in one `jit`.
+- `numpy`: a NumPy-vectorized version (`[B, ...]` arrays), a Python loop over the T turns.
+- `python`: the plain-Python reference, one episode after another, on the first
+  `min(B, PYTHON_EPISODES)` episodes (its rate does not depend on B; a sample keeps runs short).
+
+Fairness: random-number generation must not be what is measured. Before any timing, one table
+of uniform floats `[T, B]` is drawn (and the problems), identical for all three sides. Inside the
+timed region each side turns its float into a random *legal* action with its own legal mask --
+the k-th legal action, `k = floor(u * num_legal)` -- in its own idiom; the policy is handed the
+observation and the legal mask, as a learned one would be. The floats lie on a 2**-16 grid, so
+`u * num_legal` is exact in float32 and float64 and all three sides take the very same actions:
+after timing, the returns, final turns and observations of the sampled episodes are checked equal.
+T = `max_turns`, so episodes are live almost all the time (the uniform policy rarely succeeds);
+each side's timed call starts the episodes from the shared problems (`init_problem`, `reset`)
+and plays all T turns. The rate counts every step taken, `B * T` (`episodes * T` for Python),
+over the best per-call time of interleaved rounds (`common.time_interleaved`; compilation and
+warm-up excluded).
+
+Shape letters: B episodes, T turns, A actions, L observation length.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcredit.benchmarks.common import format_rate, machine_description, print_table, time_interleaved
+from jaxcredit.benchmarks.mad_numpy import MadNumpy
+from jaxcredit.env import Environment
+from jaxcredit.envs import MadReference, make
+
+FULL_SIZES = (1024, 16384, 262144)
+QUICK_SIZES = (1024, 16384)
+FULL_REPEATS = 10
+QUICK_REPEATS = 3
+PYTHON_EPISODES = 2048
+SEED = 0
+_GRID = 2**16  # uniform floats are multiples of 1/_GRID: `u * num_legal` is exact for any A < 128
+
+
+@dataclasses.dataclass(frozen=True)
+class EnvBench:
+    """One environment in the suite: adding an environment is adding one of these.
+
+    `numpy_cls` and `reference_cls` are built with the environment's configuration as keywords.
+    NumPy contract: `reset(problems) -> batch`, `step(batch, actions [B]) -> batch`, where
+    `problems` is the batched problem pytree (`[B, ...]` NumPy leaves) and `batch` has
+    `observation` `[B, L]`, `legal_action_mask` bool `[B, A]`, `reward` `[B]`, `turn` `[B]`.
+    Reference contract: the one `jaxcredit.conformance` uses (`reset(problem)`, `step(action)`).
+    """
+
+    name: str
+    make_env: Callable[[], Environment]
+    numpy_cls: type
+    reference_cls: type
+
+
+ENV_BENCHES: tuple[EnvBench, ...] = (
+    EnvBench("mad", functools.partial(make, "mad"), MadNumpy, MadReference),
+)
+
+
+def _config(env: Environment) -> dict:
+    return {f.name: getattr(env, f.name) for f in dataclasses.fields(env) if f.name != "name"}
+
+
+# ----- the random legal action, once per side ---------------------------------------------------
+def random_legal_action_jax(observation: jax.Array, legal_action_mask: jax.Array, u: jax.Array) -> jax.Array:
+    """int32 `[B]`: the k-th legal action (from 0), `k = floor(u * num_legal)`.
+
+    `observation` `[B, L]` is unused (a learned policy would read it); `legal_action_mask` bool
+    `[B, A]` (A < 128); `u` float32 `[B]` in `[0, 1)`. A row with no legal action (an ended
+    episode) gets an arbitrary action, which the absorbing end ignores.
+    """
+    del observation
+    num_actions = legal_action_mask.shape[-1]
+    # rank[b, a] = legal actions among 0..a. A broadcast compare-and-sum fuses into one cheap
+    # loop under XLA on CPU, where `jnp.cumsum` over a short axis is several times slower.
+    upper = jnp.arange(num_actions)[:, None] <= jnp.arange(num_actions)[None, :]
+    rank = jnp.sum(legal_action_mask[:, :, None] & upper, axis=1, dtype=jnp.int8)
+    k = jnp.floor(u * rank[:, -1]).astype(jnp.int8)
+    return jnp.sum(rank <= k[:, None], axis=-1, dtype=jnp.int32)
+
+
+def random_legal_action_numpy(observation: np.ndarray, legal_action_mask: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """int `[B]`: as `random_legal_action_jax`, in NumPy's fastest idiom (an int8 cumulative sum)."""
+    del observation
+    rank = np.cumsum(legal_action_mask, axis=1, dtype=np.int8)
+    k = (u * rank[:, -1]).astype(np.int8)
+    return (rank > k[:, None]).argmax(axis=1)
+
+
+def random_legal_action_python(observation: list, legal_action_mask: list, u: float) -> int:
+    """As `random_legal_action_jax`, for one episode in plain Python."""
+    del observation
+    k = int(u * sum(legal_action_mask))
+    for action, legal in enumerate(legal_action_mask):
+        if legal:
+            if k == 0:
+                return action
+            k -= 1
+    return len(legal_action_mask)
+
+
+# ----- the three rollouts (what is timed) -------------------------------------------------------
+def jax_rollout(env: Environment) -> Callable:
+    """Jitted `(problems [B, ...], uniforms [T, B]) -> (final State [B], returns [B])`."""
+
+    def rollout(problems, uniforms):
+        state = jax.vmap(env.init_problem)(problems)
+
+        def turn(carry, u):
+            state, returns = carry
+            action = random_legal_action_jax(state.observation, state.legal_action_mask, u)
+            state = jax.vmap(env.step)(state, action)
+            return (state, returns + state.reward), None
+
+        returns = jnp.zeros(uniforms.shape[1], jnp.float32)
+        (state, returns), _ = jax.lax.scan(turn, (state, returns), uniforms)
+        return state, returns
+
+    return jax.jit(rollout)
+
+
+def numpy_rollout(numpy_env, problems, uniforms: np.ndarray):
+    """`(final batch, returns [B])` of the NumPy env over `uniforms` `[T, B]`."""
+    batch = numpy_env.reset(problems)
+    returns = np.zeros(uniforms.shape[1], np.float32)
+    for u in uniforms:
+        batch = numpy_env.step(batch, random_legal_action_numpy(batch.observation, batch.legal_action_mask, u))
+        returns += batch.reward
+    return batch, returns
+
+
+def python_rollout(reference, problems: list, uniforms: list[list[float]]):
+    """`(returns, final turns, final observations)`, one entry per episode, run serially.
+
+    `problems` holds one problem per episode; `uniforms[i]` the T floats of episode i.
+    """
+    returns, turns, observations = [], [], []
+    for problem, draws in zip(problems, uniforms):
+        ref = reference.reset(problem)
+        total = 0.0
+        for u in draws:
+            ref.step(random_legal_action_python(ref.observation, ref.legal_action_mask, u))
+            total += ref.reward
+        returns.append(total)
+        turns.append(ref.turn)
+        observations.append(ref.observation)
+    return returns, turns, observations
+
+
+def draw_inputs(env: Environment, batch_size: int, *, seed: int = SEED):
+    """`(problems, uniforms)`: `batch_size` problems (NumPy leaves `[B, ...]`) and the shared
+    float table `[T, B]` (float32 on a 2**-16 grid in `[0, 1)`), `T = env.max_turns`."""
+    keys = jax.random.split(jax.random.key(seed), batch_size)
+    problems = jax.tree_util.tree_map(np.asarray, jax.jit(jax.vmap(env.sample_problem))(keys))
+    rng = np.random.default_rng(seed)
+    uniforms = rng.integers(0, _GRID, size=(env.max_turns, batch_size)).astype(np.float32) / np.float32(_GRID)
+    return problems, uniforms
+
+
+def _check_same_episodes(name: str, size: int, jax_out, numpy_out, python_out) -> None:
+    """The three sides took the same actions: equal returns, final turns and observations."""
+    (jax_state, jax_returns), (numpy_batch, numpy_returns) = jax_out, numpy_out
+    returns, turns, observations = (np.asarray(x) for x in python_out)
+    n = len(returns)
+    sides = {
+        "jax": (np.asarray(jax_returns), np.asarray(jax_state.turn), np.asarray(jax_state.observation)),
+        "numpy": (numpy_returns, numpy_batch.turn, numpy_batch.observation),
+    }
+    for side, (r, t, o) in sides.items():
+        if not (np.array_equal(r[:n], returns) and np.array_equal(t[:n], turns)
+                and np.array_equal(o[:n], observations)):
+            raise AssertionError(f"bench envs: {name} {side} and python episodes differ at batch {size}")
+    jax_returns, _, jax_observation = sides["jax"]
+    if not (np.array_equal(jax_returns, numpy_returns) and np.array_equal(jax_observation, numpy_batch.observation)):
+        raise AssertionError(f"bench envs: {name} jax and numpy episodes differ at batch {size}")
+
+
+def bench_env(spec: EnvBench, size: int, *, repeats: int) -> dict:
+    """Steps per second of the three sides of `spec` at batch `size`, checked to do the same work."""
+    env = spec.make_env()
+    if env.num_actions >= 128:
+        raise ValueError(f"bench envs: {spec.name} has {env.num_actions} actions; the int8 action rank needs < 128")
+    problems, uniforms = draw_inputs(env, size)
+    num_turns = env.max_turns
+    sample = min(size, PYTHON_EPISODES)
+
+    jax_problems, jax_uniforms = jax.device_put((problems, uniforms))
+    rollout = jax_rollout(env)
+    numpy_env = spec.numpy_cls(**_config(env))
+    reference = spec.reference_cls(**_config(env))
+    episode_problems = [jax.tree_util.tree_map(lambda x, i=i: x[i], problems) for i in range(sample)]
+    episode_uniforms = uniforms[:, :sample].T.tolist()
+    timed = time_interleaved({
+        "jax": lambda: rollout(jax_problems, jax_uniforms),
+        "numpy": lambda: numpy_rollout(numpy_env, problems, uniforms),
+        "python": lambda: python_rollout(reference, episode_problems, episode_uniforms),
+    }, repeats=repeats)
+    (jax_s, jax_out), (numpy_s, numpy_out), (python_s, python_out) = timed["jax"], timed["numpy"], timed["python"]
+
+    _check_same_episodes(spec.name, size, jax_out, numpy_out, python_out)
+    return {
+        "jax": size * num_turns / jax_s,
+        "numpy": size * num_turns / numpy_s,
+        "python": sample * num_turns / python_s,
+        "python_episodes": sample,
+        "turns": num_turns,
+    }
+
+
+def _sizes(args) -> tuple[int, ...]:
+    sizes = getattr(args, "sizes", None)
+    if sizes is None:
+        return QUICK_SIZES if args.quick else FULL_SIZES
+    if not sizes or any(not isinstance(s, int) or s < 1 for s in sizes):
+        raise ValueError(f"bench envs sizes must be positive integers, got {sizes!r}")
+    return tuple(sizes)
+
+
+def run(args) -> dict:
+    """The `envs` suite: prints a table to stderr, returns rates, `"ratios"` and `"machine"`.
+
+    `args.quick` selects batches 1,024 and 16,384 with fewer repeats; `args.sizes` (a list of
+    ints, optional) overrides the batch sizes.
+    """
+    sizes = _sizes(args)
+    repeats = QUICK_REPEATS if args.quick else FULL_REPEATS
+    rates, ratios, python_episodes, rows = {}, {}, {}, []
+    for spec in ENV_BENCHES:
+        for size in sizes:
+            result = bench_env(spec, size, repeats=repeats)
+            for side in ("jax", "numpy", "python"):
+                rates[f"{spec.name}:{side}@{size}"] = result[side]
+            python_episodes[f"{spec.name}@{size}"] = result["python_episodes"]
+            ratios[f"{spec.name}:jax_vs_numpy@{size}"] = result["jax"] / result["numpy"]
+            ratios[f"{spec.name}:jax_vs_python@{size}"] = result["jax"] / result["python"]
+            rows.append([spec.name, size, format_rate(result["jax"]), format_rate(result["numpy"]),
+                         f"{format_rate(result['python'])} ({result['python_episodes']} ep)",
+                         f"{result['jax'] / result['numpy']:.1f}x", f"{result['jax'] / result['python']:.1f}x"])
+    machine = machine_description()
+    print_table(
+        f"env steps/s, random legal actions, T = max_turns, best of {repeats} "
+        f"({machine['cores']} cores, {machine['backend']}, jax {machine['jax']})",
+        ["env", "batch", "jax", "numpy", "python (serial sample)", "jax/numpy", "jax/python"], rows)
+    return {
+        "suite": "envs",
+        "unit": "environment steps per second",
+        "sizes": list(sizes),
+        "repeats": repeats,
+        "steps_per_second": rates,
+        "python_episodes": python_episodes,
+        "ratios": ratios,
+        "machine": machine,
+    }

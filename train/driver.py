@@ -1,0 +1,164 @@
+"""Host side of a training run: seeds in one vmapped program, evaluations, checkpoints, resume.
+
+`run_training(config, out)` runs `config.num_seeds` seeds at once (`jax.vmap` over the seed) in
+segments that end when the budget counter crosses the next evaluation threshold. After each
+segment it evaluates, rewrites `metrics.jsonl`, and checkpoints the whole state, so a resumed
+run (`resume=True`) continues from the last segment and produces exactly the metrics of an
+uninterrupted one: every random draw is a function of the seed and the iteration number.
+Ctrl-C lands between segments or inside one; either way the last complete segment is on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcredit.checkpoint import save_policy
+from jaxcredit.ledger import ledger_to_dict
+from jaxcredit.train.config import TrainConfig, config_from_dict
+from jaxcredit.train.loop import Trainer, budget_count, make_train
+from jaxcredit.train.rundir import RunDir, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
+
+
+def _seed_slice(tree, i):
+    return jax.tree_util.tree_map(lambda x: x[i], tree)
+
+
+def _metric_rows(eval_index: int, metrics: dict, ledger, iteration) -> list[dict]:
+    """One row per seed: the evaluation index, the iteration, every metric and ledger counter."""
+    metrics = jax.device_get(metrics)
+    iteration = np.asarray(iteration)
+    rows = []
+    for i in range(iteration.shape[0]):
+        row = {"eval_index": eval_index, "seed_index": i, "iteration": int(iteration[i])}
+        row.update(ledger_to_dict(_seed_slice(ledger, i)))
+        row.update({k: float(v[i]) for k, v in metrics.items()})
+        rows.append(row)
+    return rows
+
+
+def summarize(rows: list[dict], num_seeds: int) -> dict:
+    """Per seed: final greedy success, success averaged over the evaluations after the start,
+    and the final ledger; plus the means over seeds."""
+    per_seed = []
+    for i in range(num_seeds):
+        mine = sorted((r for r in rows if r["seed_index"] == i), key=lambda r: r["eval_index"])
+        trained = [r for r in mine if r["eval_index"] > 0]
+        per_seed.append({
+            "seed_index": i,
+            "initial_success": mine[0]["success_greedy"],
+            "final_success": mine[-1]["success_greedy"],
+            "average_success": float(np.mean([r["success_greedy"] for r in trained])),
+            "final_success_sampled": mine[-1]["success_sampled"],
+            "iterations": mine[-1]["iteration"],
+            "total_env_steps": mine[-1]["total_env_steps"],
+            "main_episodes": mine[-1]["main_episodes"],
+        })
+    keys = ("initial_success", "final_success", "average_success", "final_success_sampled", "total_env_steps")
+    return {"seeds": per_seed, "mean": {k: float(np.mean([s[k] for s in per_seed])) for k in keys}}
+
+
+class _Progress:
+    """A tqdm bar on stderr over the budget counter (silent when disabled)."""
+
+    def __init__(self, config: TrainConfig, label: str, enabled: bool):
+        self.bar = None
+        if enabled:
+            from tqdm.auto import tqdm
+
+            self.bar = tqdm(total=config.budget, desc=label, unit=" " + config.budget_counter.split("_")[-1],
+                            file=sys.stderr, dynamic_ncols=True, leave=True)
+
+    def update(self, done: int, success: float, iterations: int):
+        if self.bar is not None:
+            self.bar.n = min(done, self.bar.total)
+            self.bar.set_postfix(iters=iterations, success=f"{success:.2f}")
+            self.bar.refresh()
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run_training(config: TrainConfig, out: str, *, resume: bool = False, progress: bool = True,
+                 label: str | None = None, stop_after_evals: int | None = None) -> dict:
+    """Run (or resume) one configuration's seeds into run directory `out`; returns the summary.
+
+    A fresh run refuses a directory that already holds a run; `resume=True` needs one, checks its
+    config matches, restores the latest checkpoint and goes on. A finished run is not re-run.
+    `stop_after_evals` ends early after that many evaluations (tests use it to interrupt a run).
+    """
+    run = RunDir(out)
+    if resume:
+        if not os.path.exists(run.config_path):
+            raise FileNotFoundError(f"nothing to resume: {out} has no config.json")
+        saved = config_from_dict(read_json(run.config_path))
+        if saved != config:
+            raise ValueError(f"cannot resume {out}: its config.json differs from the requested config")
+        if run.is_complete:
+            return read_json(run.summary_path)
+    elif os.path.exists(run.config_path):
+        raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
+
+    trainer = make_train(config)
+    seeds = jnp.arange(config.num_seeds, dtype=jnp.int32) + config.seed
+    init = jax.jit(jax.vmap(trainer.init))
+    segment = jax.jit(jax.vmap(trainer.run_until, in_axes=(0, None)))
+    evaluate = jax.jit(jax.vmap(trainer.evaluate))
+    state = init(seeds)
+
+    if resume:
+        state, info = run.restore_checkpoint("latest", state)
+        rows = read_jsonl(run.metrics_path)
+        rows = [r for r in rows if r["eval_index"] <= info["eval_index"]]
+        start, best = info["eval_index"] + 1, info.get("best_success", -1.0)
+    else:
+        run.create(config.to_dict())
+        rows = _metric_rows(0, evaluate(state.params), state.ledger, state.iteration)
+        write_jsonl_atomic(run.metrics_path, rows)
+        start, best = 1, -1.0
+        run.save_checkpoint("latest", 0, state, {"eval_index": 0, "best_success": best})
+
+    bar = _Progress(config, label or config.credit, progress)
+    thresholds = trainer.thresholds()
+    try:
+        for j in range(start, config.num_evals + 1):
+            if stop_after_evals is not None and j > stop_after_evals:
+                return {"stopped_after": stop_after_evals}
+            started = time.perf_counter()
+            state = segment(state, jnp.int32(thresholds[j - 1]))
+            metrics = evaluate(state.params)
+            new_rows = _metric_rows(j, metrics, state.ledger, state.iteration)
+            for r in new_rows:
+                r["segment_seconds"] = round(time.perf_counter() - started, 3)
+            rows = rows + new_rows
+            write_jsonl_atomic(run.metrics_path, rows)
+            success = float(np.mean([r["success_greedy"] for r in new_rows]))
+            if success > best:
+                best = success
+                run.save_checkpoint("best", j, state.params, {"eval_index": j, "success_greedy": success})
+            run.save_checkpoint("latest", j, state, {"eval_index": j, "best_success": best})
+            done = int(np.min(np.asarray(budget_count(state.ledger, config.budget_counter))))
+            bar.update(done, success, int(np.max(np.asarray(state.iteration))))
+    finally:
+        bar.close()
+
+    _save_policies(run, trainer, state)
+    summary = summarize(rows, config.num_seeds)
+    write_json_atomic(run.summary_path, summary)
+    return summary
+
+
+def _save_policies(run: RunDir, trainer: Trainer, state) -> None:
+    """Each seed's final policy as a standalone checkpoint (`policies/seed-i`), for `solve` and audits."""
+    env = trainer.env
+    env_config = {k: v for k, v in vars(env).items() if k != "name"}
+    for i in range(trainer.config.num_seeds):
+        path = os.path.join(run.path, "policies", f"seed-{i}")
+        save_policy(path, _seed_slice(state.params, i), policy_config=trainer.policy_config,
+                    env_name=env.name, env_config=env_config, extra={"seed_index": i})

@@ -1,0 +1,271 @@
+"""The training loop: `make_train(config)` returns pure functions of one seed, all jittable.
+
+One iteration samples `P = problems_per_iteration` problems, plays `G = attempts_per_problem`
+attempts of each with the current policy (the main attempts), computes one advantage per action
+with the configured credit estimator (spending label work on the ledger), and takes a policy
+gradient step: masked log-probabilities, an optional PPO clip over several epochs, an entropy
+bonus, Adam. A run ends when the ledger's budget counter reaches the budget; the ledger decides,
+checked after every iteration, so runs compared at equal cost end within one iteration's work.
+
+Paired arms: the seed alone fixes the initial parameters (`fold_in(key, 0)`) and the stream of
+training problems (`fold_in(key, 1)`, then the iteration), so two arms with the same seed start
+from the same network and see the same problems in the same order.
+
+Shape letters: N seeds, P problems, G attempts per problem, B = P * G episodes, T turns,
+A actions, L observation length, E evaluation problems, M critic label states.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from jaxcredit import solver
+from jaxcredit.credit import (
+    anchor_advantage,
+    branch_action_values,
+    branch_state_values,
+    mc_advantage,
+    outcome_advantage,
+    solver_advantage,
+)
+from jaxcredit.env import Environment
+from jaxcredit.ledger import Counts, Ledger, init_ledger, record
+from jaxcredit.policy import PolicyConfig, make_policy
+from jaxcredit.policy_fn import action_probabilities, log_probabilities
+from jaxcredit.rollout import Trajectory, branch_returns, rollout
+from jaxcredit.train.config import TrainConfig
+from jaxcredit.train.evaluation import EvalSets, evaluation_sets, make_evaluate
+
+
+@struct.dataclass
+class TrainState:
+    """Everything that changes during one seed's run (all arrays; batched over seeds by vmap)."""
+
+    params: Any
+    opt_state: Any
+    ledger: Ledger
+    iteration: jax.Array  # int32 []
+    seed: jax.Array  # int32 []
+
+
+@dataclasses.dataclass(frozen=True)
+class Trainer:
+    """The pure functions of one configuration. Build with `make_train(config)`.
+
+    `init(seed) -> TrainState`, `iterate(state) -> state`, `run_until(state, threshold) -> state`
+    (iterate while the budget counter is below `threshold`), `evaluate(params) -> metrics`,
+    `train(seed) -> (state, metrics [num_evals + 1])`: the whole run, evaluating before training
+    and at each `budget * j / num_evals`. All are jittable and vmappable over `seed`.
+    """
+
+    config: TrainConfig
+    env: Environment
+    policy_config: PolicyConfig
+    eval_sets: EvalSets
+
+    # ----- construction helpers -----
+    @property
+    def _nets(self):
+        return make_policy(self.policy_config, self.env)
+
+    @property
+    def policy_fn(self):
+        return self._nets[1]
+
+    @property
+    def value_fn(self):
+        return self._nets[2]
+
+    @property
+    def optimizer(self) -> optax.GradientTransformation:
+        return optax.chain(optax.clip_by_global_norm(self.config.max_grad_norm), optax.adam(self.config.learning_rate))
+
+    def thresholds(self) -> list[int]:
+        """The budget-counter values at which the run evaluates (the last is the budget)."""
+        c = self.config
+        return [c.budget * j // c.num_evals for j in range(1, c.num_evals + 1)]
+
+    # ----- the run -----
+    def init(self, seed: jax.Array) -> TrainState:
+        """Fresh parameters for `seed` (int32 `[]`), an empty ledger, iteration 0."""
+        init_fn = self._nets[0]
+        params = init_fn(jax.random.fold_in(jax.random.key(seed), 0))
+        return TrainState(params=params, opt_state=self.optimizer.init(params), ledger=init_ledger(),
+                          iteration=jnp.zeros((), jnp.int32), seed=jnp.asarray(seed, jnp.int32))
+
+    def _keys(self, state: TrainState):
+        key = jax.random.key(state.seed)
+        return [jax.random.fold_in(jax.random.fold_in(key, stream), state.iteration) for stream in (1, 2, 3)]
+
+    def sample_episodes(self, state: TrainState):
+        """The iteration's problems `[P]` and their `G` starting states each, `[B]` (problem-major)."""
+        c = self.config
+        problem_key, _, _ = self._keys(state)
+        problems = jax.vmap(self.env.sample_problem)(jax.random.split(problem_key, c.problems_per_iteration))
+        repeated = jax.tree_util.tree_map(lambda x: jnp.repeat(x, c.attempts_per_problem, axis=0), problems)
+        return problems, jax.vmap(self.env.init_problem)(repeated)
+
+    def iterate(self, state: TrainState) -> TrainState:
+        """One iteration: main attempts, credit, one policy update (`ppo_epochs` epochs)."""
+        c = self.config
+        problems, starts = self.sample_episodes(state)
+        _, action_key, label_key = self._keys(state)
+        trajectory, main_counts = rollout(self.env, self.policy_fn, state.params, starts, action_key,
+                                          num_turns=self.env.max_turns)
+        ledger = record(state.ledger, main_counts, account="main")
+        advantage, critic_batch, ledger = self.advantages(state.params, trajectory, problems, label_key, ledger)
+
+        def epoch(carry, _):
+            params, opt_state = carry
+            grads = jax.grad(self.loss)(params, trajectory, advantage, critic_batch)
+            updates, opt_state = self.optimizer.update(grads, opt_state, params)
+            return (optax.apply_updates(params, updates), opt_state), None
+
+        (params, opt_state), _ = jax.lax.scan(epoch, (state.params, state.opt_state), None, length=c.ppo_epochs)
+        return state.replace(params=params, opt_state=opt_state, ledger=ledger, iteration=state.iteration + 1)
+
+    def run_until(self, state: TrainState, threshold: jax.Array) -> TrainState:
+        """Iterate while `ledger[budget_counter] < threshold`."""
+        counter = self.config.budget_counter
+
+        def below(s):
+            return budget_count(s.ledger, counter) < threshold
+
+        return jax.lax.while_loop(below, self.iterate, state)
+
+    def evaluate(self, params: Any) -> dict:
+        """Metrics of `params` on the fixed evaluation sets (see `train.evaluation`)."""
+        return make_evaluate(self.env, self.policy_fn, self.eval_sets, seed=self.config.eval_seed)(params)
+
+    def train(self, seed: jax.Array):
+        """The whole run of one seed: `(final state, metrics)` with metrics stacked `[num_evals + 1]`
+        (row 0 before training) and each row's ledger."""
+        state = self.init(seed)
+        first = (self.evaluate(state.params), state.ledger)
+
+        def segment(state, threshold):
+            state = self.run_until(state, threshold)
+            return state, (self.evaluate(state.params), state.ledger)
+
+        state, rest = jax.lax.scan(segment, state, jnp.asarray(self.thresholds(), jnp.int32))
+        stacked = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, rest)
+        return state, stacked
+
+    # ----- credit -----
+    def advantages(self, params, trajectory: Trajectory, problems, key, ledger: Ledger):
+        """`(advantage [B, T], critic_batch, ledger)`: the configured arm's credit and its cost.
+
+        `critic_batch` is `(observation [M, L], mask [M, A], target [M])` for the critic arm, else None.
+        """
+        c, env = self.config, self.env
+        G, horizon = c.attempts_per_problem, env.max_turns
+        if c.credit == "outcome":
+            return outcome_advantage(trajectory, group_size=G, baseline=c.outcome_baseline), None, ledger
+        if c.credit == "anchor":
+            return anchor_advantage(trajectory, group_size=G, step_weight=c.anchor_weight), None, ledger
+        if c.credit == "mc":
+            if c.mc_variant == "td":
+                values, counts = branch_state_values(env, self.policy_fn, params, trajectory, key,
+                                                     num_continuations=c.mc_continuations)
+                return mc_advantage(trajectory, state_values=values), None, record(ledger, counts, account="label")
+            q_hat, counts = branch_action_values(env, self.policy_fn, params, trajectory, key,
+                                                 num_continuations=c.mc_continuations)
+            # V̂(s) = Σ_a π(a|s) Q̂(s, a): unbiased from the same continuations, no second batch.
+            probs = action_probabilities(self.policy_fn(params, trajectory.observation, trajectory.legal_action_mask),
+                                         trajectory.legal_action_mask)
+            v_hat = jnp.sum(probs * q_hat, axis=-1)
+            v_hat = jnp.concatenate([v_hat, jnp.zeros_like(v_hat[:, :1])], axis=1)
+            advantage = mc_advantage(trajectory, state_values=v_hat, action_values=q_hat)
+            return advantage, None, record(ledger, counts, account="label")
+        if c.credit in ("exact", "solver"):
+            graphs = jax.vmap(lambda p: solver.build_graph(env, p))(problems)
+            graph_steps = jnp.sum(graphs.env_steps, dtype=jnp.int32)
+            if c.credit == "exact":
+                probs = jax.vmap(lambda p, g: solver.network_policy_probs(env, p, g, self.policy_fn, params,
+                                                                          horizon=horizon))(problems, graphs)
+                values = jax.vmap(lambda g, pr: solver.evaluate_policy(g, pr, horizon=horizon))(graphs, probs)
+                turns = horizon + 1 if solver.observation_shows_turns(env) else 1
+                evals = jnp.sum(graphs.valid, dtype=jnp.int32) * turns
+                ledger = record(ledger, Counts(graph_steps, evals, jnp.zeros((), jnp.int32)), account="label")
+                return solver_advantage(trajectory, values=values, group_size=G), None, ledger
+            values = jax.vmap(lambda g: solver.solve_graph(g, policy=c.solver_policy, horizon=horizon))(graphs)
+            ledger = record(ledger, Counts(graph_steps, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
+                            account="label")
+            outcome = c.outcome_baseline if c.solver_add_outcome else None
+            advantage = solver_advantage(trajectory, values=values, group_size=G, weight=c.solver_weight,
+                                         outcome=outcome)
+            return advantage, None, ledger
+        # critic: a learned V(s) gives r_t + V(s_{t+1}) - V(s_t); its Monte Carlo training labels
+        # for M states drawn from this iteration's live steps are charged to the critic account.
+        values = jax.lax.stop_gradient(self._critic_values(params, trajectory))
+        advantage = mc_advantage(trajectory, state_values=values)
+        critic_batch, counts = self._critic_labels(params, trajectory, key)
+        return advantage, critic_batch, record(ledger, counts, account="critic")
+
+    def _critic_values(self, params, trajectory: Trajectory) -> jax.Array:
+        final = trajectory.final_state
+        v_steps = self.value_fn(params, trajectory.observation, trajectory.legal_action_mask)
+        v_final = self.value_fn(params, final.observation, final.legal_action_mask)
+        return jnp.concatenate([v_steps, v_final[:, None]], axis=1)
+
+    def _critic_labels(self, params, trajectory: Trajectory, key):
+        c = self.config
+        select_key, branch_key = jax.random.split(key)
+        flat_live = trajectory.live.reshape(-1)
+        num = min(c.critic_label_states, flat_live.shape[0])
+        chosen = jax.random.choice(select_key, flat_live.shape[0], (num,), replace=False,
+                                   p=flat_live / jnp.maximum(flat_live.sum(), 1))
+        states = jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[2:])[chosen], trajectory.states)
+        result = branch_returns(self.env, self.policy_fn, params, states, branch_key,
+                                num_continuations=c.critic_continuations)
+        return (states.observation, states.legal_action_mask, result.mean, result.valid), result.counts
+
+    # ----- loss -----
+    def loss(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch) -> jax.Array:
+        """Policy-gradient loss over live steps (PPO-clipped when `clip_epsilon > 0`), minus the
+        entropy bonus, plus the critic's squared error when training a critic."""
+        c = self.config
+        mask = trajectory.legal_action_mask
+        log_probs = log_probabilities(self.policy_fn(params, trajectory.observation, mask), mask)
+        chosen = jnp.take_along_axis(log_probs, trajectory.action[..., None], axis=-1)[..., 0]
+        ratio = jnp.exp(chosen - trajectory.log_prob)
+        surrogate = ratio * advantage
+        if c.clip_epsilon > 0:
+            surrogate = jnp.minimum(surrogate, jnp.clip(ratio, 1 - c.clip_epsilon, 1 + c.clip_epsilon) * advantage)
+        live = trajectory.live
+        num_live = jnp.maximum(live.sum(), 1)
+        entropy = -jnp.sum(jnp.where(mask, jnp.exp(log_probs) * log_probs, 0.0), axis=-1)
+        loss = -jnp.sum(jnp.where(live, surrogate + c.entropy_coef * entropy, 0.0)) / num_live
+        if critic_batch is not None:
+            observation, legal, target, valid = critic_batch
+            error = jnp.where(valid, self.value_fn(params, observation, legal) - target, 0.0)
+            loss = loss + c.critic_coef * jnp.sum(error**2) / jnp.maximum(valid.sum(), 1)
+        return loss
+
+
+def budget_count(ledger: Ledger, counter: str) -> jax.Array:
+    """int32 `[]`: the ledger counter a budget is measured in."""
+    return ledger.total_env_steps if counter == "total_env_steps" else getattr(ledger, counter)
+
+
+def make_train(config: TrainConfig) -> Trainer:
+    """Validate `config` against its environment and build the run's pure functions.
+
+    Raises `ValueError` for a configuration that cannot run (e.g. an exact or solver arm on an
+    environment too large to enumerate).
+    """
+    from jaxcredit.envs import make
+
+    env = make(config.env, **config.env_kwargs)
+    policy_config = PolicyConfig(d_model=config.d_model, num_layers=config.num_layers,
+                                 num_heads=config.num_heads, mlp_dim=config.mlp_dim)
+    if config.credit in ("exact", "solver") and env.num_positions * env.num_actions > 4_000_000:
+        raise ValueError(f"credit {config.credit!r} enumerates {env.num_positions} positions x {env.num_actions} "
+                         f"actions per problem: too large for an exact arm; use a smaller environment")
+    return Trainer(config=config, env=env, policy_config=policy_config, eval_sets=evaluation_sets(env, config))
