@@ -5,9 +5,11 @@ stderr and returns the JSON object (raw rates, `"ratios"`, and a `"machine"` des
 """
 
 from jaxcredit.benchmarks import envs
+from jaxcredit.benchmarks.arithmetic_numpy import ArithmeticNumpy, ArithmeticNumpyState
 from jaxcredit.benchmarks.envs import ENV_BENCHES, EnvBench
 from jaxcredit.benchmarks.mad_numpy import MadNumpy, MadNumpyState
 
 SUITES: dict = {"envs": envs.run}
 
-__all__ = ["ENV_BENCHES", "SUITES", "EnvBench", "MadNumpy", "MadNumpyState"]
+__all__ = ["ENV_BENCHES", "SUITES", "ArithmeticNumpy", "ArithmeticNumpyState", "EnvBench", "MadNumpy",
+           "MadNumpyState"]

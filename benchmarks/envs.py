@@ -34,10 +34,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcredit.benchmarks.arithmetic_numpy import ArithmeticNumpy
 from jaxcredit.benchmarks.common import format_rate, machine_description, print_table, time_interleaved
 from jaxcredit.benchmarks.mad_numpy import MadNumpy
 from jaxcredit.env import Environment
-from jaxcredit.envs import MadReference, make
+from jaxcredit.envs import ArithmeticReference, MadReference, make
 
 FULL_SIZES = (1024, 16384, 262144)
 QUICK_SIZES = (1024, 16384)
@@ -67,6 +68,7 @@ class EnvBench:
 
 ENV_BENCHES: tuple[EnvBench, ...] = (
     EnvBench("mad", functools.partial(make, "mad"), MadNumpy, MadReference),
+    EnvBench("arithmetic", functools.partial(make, "arithmetic"), ArithmeticNumpy, ArithmeticReference),
 )
 
 
@@ -83,12 +85,15 @@ def random_legal_action_jax(observation: jax.Array, legal_action_mask: jax.Array
     episode) gets an arbitrary action, which the absorbing end ignores.
     """
     del observation
-    num_actions = legal_action_mask.shape[-1]
-    # rank[b, a] = legal actions among 0..a. A broadcast compare-and-sum fuses into one cheap
-    # loop under XLA on CPU, where `jnp.cumsum` over a short axis is several times slower.
-    upper = jnp.arange(num_actions)[:, None] <= jnp.arange(num_actions)[None, :]
-    rank = jnp.sum(legal_action_mask[:, :, None] & upper, axis=1, dtype=jnp.int8)
-    k = jnp.floor(u * rank[:, -1]).astype(jnp.int8)
+    # rank[b, a] = legal actions among 0..a, as a log-step (Hillis-Steele) prefix sum: ceil(log2 A)
+    # shifted adds of `[B, A]`, which XLA on CPU fuses into cheap loops (`jnp.cumsum` over a short
+    # axis is several times slower, and a broadcast compare-and-sum costs A**2 per row).
+    rank = legal_action_mask.astype(jnp.int32)
+    shift = 1
+    while shift < rank.shape[-1]:
+        rank = rank + jnp.pad(rank[:, :-shift], ((0, 0), (shift, 0)))
+        shift *= 2
+    k = jnp.floor(u * rank[:, -1]).astype(jnp.int32)
     return jnp.sum(rank <= k[:, None], axis=-1, dtype=jnp.int32)
 
 

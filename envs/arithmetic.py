@@ -235,12 +235,10 @@ class Arithmetic(Environment):
         )
 
     # The batched step is written for XLA on CPU: slots are read and written through one-hot
-    # masks (`jnp.where`) instead of gathers and scatters, pairs are static slices, and integer
-    # division (not vectorized on CPU) is avoided where an exact float32 test exists.
-    def _pairs(self) -> list[tuple[int, int]]:
-        """The ordered pairs `(i, j)`, `i != j`, in action order."""
-        return [(i, j) for i in range(self.count) for j in range(self.count) if i != j]
-
+    # masks (`jnp.where`) instead of gathers and scatters; the legal mask and the observation are
+    # each one elementwise expression over static per-action / per-token tables (no stacking or
+    # concatenation), which XLA fuses into one vectorized loop; integer division, which is not
+    # vectorized on CPU and splits fusions, is replaced by exact float32 division below 2**22.
     @property
     def _float_exact(self) -> bool:
         """Values stay below 2**22, so float32 division and flooring are exact (see `_floor_div`)."""
@@ -267,14 +265,6 @@ class Arithmetic(Environment):
         """The entry of `array` `[n]` where the bool `one_hot` `[n]` is set (0 if none), unrolled
         into elementwise ops (a reduction would be a separate XLA fusion)."""
         return sum(jnp.where(one_hot[k], array[k], 0) for k in range(array.shape[0]))
-
-    def _combine_mask(self, st):
-        pairs = self._pairs()
-        a = jnp.stack([st.values[i] for i, _ in pairs])
-        b = jnp.stack([st.values[j] for _, j in pairs])
-        pair_live = jnp.stack([st.live[i] & st.live[j] for i, j in pairs])
-        _, exact = self._apply(a, 3, b)
-        return jnp.stack([pair_live, pair_live & (a >= b), pair_live, pair_live & exact], axis=1).reshape(-1)
 
     def _slot(self, index):
         """bool `[C]`: the one-hot mask of slot `index`."""
@@ -308,23 +298,60 @@ class Arithmetic(Environment):
         correct = (action > self.undo_action) & (submitted == problem.target) & all_used
         return moved, correct.astype(jnp.float32), correct
 
-    def _digits(self, value):
-        """int32 `[..., D]`: decimal digits, most significant first (exact in float32 below 2**22,
-        as in `_floor_div`)."""
-        shifted = [self._floor_div(value, jnp.full_like(value, 10**p)) for p in range(self.digits - 1, -1, -1)]
-        return jnp.stack([shifted[0]] + [low - 10 * high for high, low in zip(shifted, shifted[1:])], axis=-1)
-
-    def _observe(self, problem, st, turn):
-        slots = jnp.where(st.live[:, None], self._digits(st.values), BLANK)
-        flags = jnp.where(st.live, LIVE, DEAD)[:, None]
-        parts = [jnp.array([TARGET]), self._digits(problem.target), jnp.concatenate([flags, slots], 1).reshape(-1)]
-        if self.include_turns_left:
-            parts.append((TURNS_LEFT + jnp.clip(self.max_turns - turn, 0, self.max_turns))[None])
-        parts.append(jnp.array([ACT]))
-        return jnp.concatenate(parts).astype(jnp.int32)
+    def _action_tables(self) -> dict[str, np.ndarray]:
+        """Static `[A]` tables: each action's slots i and j, and its kind (0 `+` or `*`, 1 `-`,
+        2 `/`, 3 UNDO, 4 FINAL). FINAL(k) has i = j = k; UNDO has i = j = 0."""
+        i, j, op = (np.asarray(x) for x in self._decode(np.arange(self.num_combine_actions)))
+        kind = np.select([op == 1, op == 3], [1, 2], 0)
+        finals = np.arange(self.count)
+        return {"i": np.concatenate([i, [0], finals]), "j": np.concatenate([j, [0], finals]),
+                "kind": np.concatenate([kind, [3], np.full(self.count, 4)])}
 
     def _legal_action_mask(self, problem, st):
-        return jnp.concatenate([self._combine_mask(st), (st.depth > 0)[None], st.live])
+        tables = self._action_tables()
+        at_i = [tables["i"] == c for c in range(self.count)]
+        at_j = [tables["j"] == c for c in range(self.count)]
+        a = sum(jnp.where(at_i[c], st.values[c], 0) for c in range(self.count))
+        b = sum(jnp.where(at_j[c], st.values[c], 0) for c in range(self.count))
+        live_i = sum(jnp.where(at_i[c], st.live[c], False) for c in range(self.count)) > 0
+        live_j = sum(jnp.where(at_j[c], st.live[c], False) for c in range(self.count)) > 0
+        kind = tables["kind"]
+        _, exact = self._apply(a, 3, b)
+        combine = live_i & live_j & jnp.where(kind == 1, a >= b, jnp.where(kind == 2, exact, True))
+        return jnp.where(kind == 3, st.depth > 0, jnp.where(kind == 4, live_i, combine))
+
+    def _combine_mask(self, st):
+        """bool `[4C(C-1)]`: which COMBINE actions are legal."""
+        return self._legal_action_mask(None, st)[:self.num_combine_actions]
+
+    def _token_tables(self) -> dict[str, np.ndarray]:
+        """Static `[L]` tables of the observation layout: each token's kind (0 a constant, 1 a
+        target digit, 2 a slot flag, 3 a slot digit, 4 turns left), slot, power of ten, constant."""
+        kind, slot, power, constant = [0], [0], [1], [TARGET]
+        for p in range(self.digits - 1, -1, -1):
+            kind, slot, power, constant = kind + [1], slot + [0], power + [10**p], constant + [0]
+        for c in range(self.count):
+            kind, slot, power, constant = kind + [2], slot + [c], power + [1], constant + [0]
+            for p in range(self.digits - 1, -1, -1):
+                kind, slot, power, constant = kind + [3], slot + [c], power + [10**p], constant + [0]
+        if self.include_turns_left:
+            kind, slot, power, constant = kind + [4], slot + [0], power + [1], constant + [0]
+        kind, slot, power, constant = kind + [0], slot + [0], power + [1], constant + [ACT]
+        return {name: np.asarray(x) for name, x in
+                (("kind", kind), ("slot", slot), ("power", power), ("constant", constant))}
+
+    def _observe(self, problem, st, turn):
+        tables = self._token_tables()
+        kind, power = tables["kind"], tables["power"]
+        at = [tables["slot"] == c for c in range(self.count)]
+        value = jnp.where(kind == 1, problem.target, sum(jnp.where(at[c], st.values[c], 0) for c in range(self.count)))
+        alive = sum(jnp.where(at[c], st.live[c], False) for c in range(self.count)) > 0
+        high = self._floor_div(value, jnp.asarray(power * 10, jnp.int32))
+        digit = self._floor_div(value, jnp.asarray(power, jnp.int32)) - 10 * high
+        turns_left = TURNS_LEFT + jnp.clip(self.max_turns - turn, 0, self.max_turns)
+        token = jnp.where(kind == 2, jnp.where(alive, LIVE, DEAD), jnp.where(kind == 3, jnp.where(alive, digit, BLANK),
+                          jnp.where(kind == 4, turns_left, tables["constant"])))
+        return jnp.where(kind == 1, digit, token).astype(jnp.int32)
 
     # ----- positions -----
     def _choice_tables(self) -> tuple[np.ndarray, np.ndarray]:
