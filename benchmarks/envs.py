@@ -85,15 +85,20 @@ def random_legal_action_jax(observation: jax.Array, legal_action_mask: jax.Array
     episode) gets an arbitrary action, which the absorbing end ignores.
     """
     del observation
-    # rank[b, a] = legal actions among 0..a, as a log-step (Hillis-Steele) prefix sum: ceil(log2 A)
-    # shifted adds of `[B, A]`, which XLA on CPU fuses into cheap loops (`jnp.cumsum` over a short
-    # axis is several times slower, and a broadcast compare-and-sum costs A**2 per row).
-    rank = legal_action_mask.astype(jnp.int32)
-    shift = 1
-    while shift < rank.shape[-1]:
-        rank = rank + jnp.pad(rank[:, :-shift], ((0, 0), (shift, 0)))
-        shift *= 2
-    k = jnp.floor(u * rank[:, -1]).astype(jnp.int32)
+    num_actions = legal_action_mask.shape[-1]
+    # rank[b, a] = legal actions among 0..a (int8: A < 128). For few actions a broadcast
+    # compare-and-sum fuses into one cheap loop under XLA on CPU (`jnp.cumsum` over a short axis
+    # is several times slower); it costs A**2 per row, so past 32 actions a log-step
+    # (Hillis-Steele) prefix sum of ceil(log2 A) shifted adds is cheaper (about 5x at A = 53).
+    if num_actions <= 32:
+        upper = jnp.arange(num_actions)[:, None] <= jnp.arange(num_actions)[None, :]
+        rank = jnp.sum(legal_action_mask[:, :, None] & upper, axis=1, dtype=jnp.int8)
+    else:
+        rank, shift = legal_action_mask.astype(jnp.int8), 1
+        while shift < num_actions:
+            rank = rank + jnp.pad(rank[:, :-shift], ((0, 0), (shift, 0)))
+            shift *= 2
+    k = jnp.floor(u * rank[:, -1]).astype(jnp.int8)
     return jnp.sum(rank <= k[:, None], axis=-1, dtype=jnp.int32)
 
 
