@@ -49,6 +49,19 @@ MAX_COUNT = 5
 NUM_CANDIDATES = 32  # sample_problem draws this many candidate problems and keeps the first accepted
 
 
+def _compiled(method):
+    """Jit a method once per configuration (`self` is static: a frozen, hashable dataclass). Under
+    an outer jit it is inlined; eager callers (the conformance check, the text protocol, `play`)
+    then dispatch one compiled computation instead of a hundred small ops."""
+    jitted = jax.jit(method, static_argnums=0)
+
+    @functools.wraps(method)
+    def call(self, *args):
+        return jitted(self, *args)
+
+    return call
+
+
 @struct.dataclass
 class ArithmeticState:
     """The environment-specific state.
@@ -288,6 +301,7 @@ class Arithmetic(Environment):
             live=st.live | self._slot(j), depth=st.depth - 1,
             path=jnp.where(depth, -1, st.path), replaced=jnp.where(depth, 0, st.replaced))
 
+    @_compiled
     def _step(self, problem, st, action):
         is_combine = action < self.undo_action
         is_undo = action == self.undo_action
@@ -307,6 +321,7 @@ class Arithmetic(Environment):
         return {"i": np.concatenate([i, [0], finals]), "j": np.concatenate([j, [0], finals]),
                 "kind": np.concatenate([kind, [3], np.full(self.count, 4)])}
 
+    @_compiled
     def _legal_action_mask(self, problem, st):
         tables = self._action_tables()
         at_i = [tables["i"] == c for c in range(self.count)]
@@ -340,6 +355,7 @@ class Arithmetic(Environment):
         return {name: np.asarray(x) for name, x in
                 (("kind", kind), ("slot", slot), ("power", power), ("constant", constant))}
 
+    @_compiled
     def _observe(self, problem, st, turn):
         tables = self._token_tables()
         kind, power = tables["kind"], tables["power"]
@@ -373,10 +389,8 @@ class Arithmetic(Environment):
     def _live_code(self, live):
         return jnp.sum(live.astype(jnp.int32) << jnp.arange(self.count))
 
+    @_compiled
     def _position(self, problem, index):
-        return _jit_position(self, problem, index)
-
-    def _position_impl(self, problem, index):
         offsets = jnp.asarray(self._offsets, jnp.int32)
         valid = (index >= 0) & (index < self.num_positions)
         index = jnp.clip(index, 0, self.num_positions - 1)
@@ -395,10 +409,8 @@ class Arithmetic(Environment):
             st = tree_select(active, self._combine(st, action), st)
         return st, valid
 
+    @_compiled
     def _position_index(self, problem, st):
-        return _jit_position_index(self, problem, st)
-
-    def _position_index_impl(self, problem, st):
         st = jax.tree_util.tree_map(jnp.asarray, st)
         to_choice = jnp.asarray(self._choice_tables()[1])
         actions = jnp.maximum(st.path, 0)
@@ -444,14 +456,3 @@ class Arithmetic(Environment):
             f"{status}{'  (last action refused)' if bool(state.rejected) else ''}"
         )
 
-
-# Jitted once per configuration, so eager (unjitted) callers such as the conformance check's
-# `jax.vmap(env.position_index)` dispatch one compiled computation instead of ~100 small ops.
-@functools.partial(jax.jit, static_argnums=0)
-def _jit_position(env: Arithmetic, problem, index):
-    return env._position_impl(problem, index)
-
-
-@functools.partial(jax.jit, static_argnums=0)
-def _jit_position_index(env: Arithmetic, problem, st):
-    return env._position_index_impl(problem, st)
