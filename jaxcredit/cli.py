@@ -99,6 +99,48 @@ def _cmd_play(args) -> None:
     print(f"outcome: {how}, reward {float(state.reward):g} in {int(state.turn)} turns", flush=True)
 
 
+def _parse_sets(pairs: list[str]) -> dict:
+    """`["learning_rate=0.003", "env_overrides={\"length\": 5}"]` -> dict (values read as JSON,
+    else kept as strings)."""
+    values = {}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise CommandError(f"--set needs FIELD=VALUE, got {pair!r}")
+        field, raw = pair.split("=", 1)
+        try:
+            values[field] = json.loads(raw)
+        except json.JSONDecodeError:
+            values[field] = raw
+    return values
+
+
+def _cmd_train(args) -> None:
+    from jaxcredit.train import config_from_dict, run_training
+
+    values = {"env": args.env, "credit": args.credit, **_parse_sets(args.set)}
+    config = config_from_dict(values)
+    summary = run_training(config, args.out, resume=args.resume, progress=not args.no_progress)
+    if args.json:
+        _print_json(summary)
+    else:
+        mean = summary["mean"]
+        print(f"{config.credit} on {config.env}: final greedy success {mean['final_success']:.3f}, "
+              f"average {mean['average_success']:.3f} (start {mean['initial_success']:.3f}), "
+              f"{mean['total_env_steps']:.0f} env steps; run directory {args.out}")
+
+
+def _cmd_sweep(args) -> None:
+    from jaxcredit.train import format_table, get_preset, run_sweep
+
+    spec = get_preset(args.preset)
+    table = run_sweep(spec, args.out, resume=args.resume, num_seeds=args.seeds, progress=not args.no_progress)
+    if args.json:
+        _print_json(table)
+    else:
+        print(format_table(table))
+        print(f"sweep {spec.name}: run directories, sweep.json and table.md in {args.out}")
+
+
 def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxcredit", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -119,6 +161,25 @@ def _build_parser() -> argparse.ArgumentParser:
     play.add_argument("--tape", help='mad: the tape, e.g. "_ t04 _ _ t09 _ _ _"')
     play.add_argument("--turns", type=int, help="max_turns for this episode")
     play.set_defaults(handler=_cmd_play)
+
+    train = commands.add_parser("train", help="train one configuration (all its seeds) into a run directory")
+    train.add_argument("--env", default="mad", help="environment: mad or arithmetic")
+    train.add_argument("--credit", default="outcome", help="credit arm: outcome, mc, exact, solver, anchor, critic")
+    train.add_argument("--out", required=True, help="run directory")
+    train.add_argument("--set", action="append", metavar="FIELD=VALUE", help="any TrainConfig field (JSON value)")
+    train.add_argument("--resume", action="store_true", help="continue the run in --out")
+    train.add_argument("--no-progress", action="store_true", help="no progress bar")
+    train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    train.set_defaults(handler=_cmd_train)
+
+    sweep = commands.add_parser("sweep", help="a budget-matched sweep of arms x regimes x seeds")
+    sweep.add_argument("--preset", required=True, help="quick, mad-study or arithmetic-study")
+    sweep.add_argument("--out", required=True, help="sweep directory")
+    sweep.add_argument("--seeds", type=int, default=None, help="override the preset's number of seeds")
+    sweep.add_argument("--resume", action="store_true", help="continue the sweep in --out (or start it)")
+    sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
+    sweep.add_argument("--json", action="store_true", help="print the table as one JSON object")
+    sweep.set_defaults(handler=_cmd_sweep)
     return parser
 
 

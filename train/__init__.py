@@ -1,1 +1,26 @@
-"""jaxcredit.train."""
+"""jaxcredit.train: configs and presets, the training loop, sweeps, run directories."""
+
+from jaxcredit.train.config import CREDITS, TrainConfig, config_from_dict
+from jaxcredit.train.driver import run_training, summarize
+from jaxcredit.train.loop import Trainer, TrainState, make_train
+from jaxcredit.train.presets import PRESETS, get_preset
+from jaxcredit.train.rundir import RunDir
+from jaxcredit.train.sweep import SweepSpec, format_table, run_sweep, sweep_table
+
+__all__ = [
+    "CREDITS",
+    "PRESETS",
+    "RunDir",
+    "SweepSpec",
+    "TrainConfig",
+    "TrainState",
+    "Trainer",
+    "config_from_dict",
+    "format_table",
+    "get_preset",
+    "make_train",
+    "run_sweep",
+    "run_training",
+    "summarize",
+    "sweep_table",
+]

@@ -10,6 +10,8 @@ Ctrl-C lands between segments or inside one; either way the last complete segmen
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import sys
 import time
@@ -25,18 +27,36 @@ from jaxcredit.train.loop import Trainer, budget_count, make_train
 from jaxcredit.train.rundir import RunDir, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 
 
+@functools.lru_cache(maxsize=8)
+def _programs(program_config: TrainConfig):
+    trainer = make_train(program_config)
+    return (jax.jit(jax.vmap(trainer.init)),
+            jax.jit(jax.vmap(trainer.run_until, in_axes=(0, None, None))),
+            jax.jit(jax.vmap(trainer.evaluate)))
+
+
+def compiled_programs(config: TrainConfig):
+    """`(init, segment, evaluate)`, jitted and vmapped over seeds, shared by every config that
+    differs only in budget, seeds or evaluation schedule (so both regimes of an arm compile once)."""
+    program = dataclasses.replace(config, budget=1, budget_counter="main_episodes", num_evals=1,
+                                  num_seeds=1, seed=0)
+    return _programs(program)
+
+
 def _seed_slice(tree, i):
     return jax.tree_util.tree_map(lambda x: x[i], tree)
 
 
-def _metric_rows(eval_index: int, metrics: dict, ledger, iteration) -> list[dict]:
+def _metric_rows(eval_index: int, metrics: dict, state) -> list[dict]:
     """One row per seed: the evaluation index, the iteration, every metric and ledger counter."""
     metrics = jax.device_get(metrics)
-    iteration = np.asarray(iteration)
+    iteration = np.asarray(state.iteration)
+    last_cost = np.asarray(state.last_iteration_env_steps)
     rows = []
     for i in range(iteration.shape[0]):
-        row = {"eval_index": eval_index, "seed_index": i, "iteration": int(iteration[i])}
-        row.update(ledger_to_dict(_seed_slice(ledger, i)))
+        row = {"eval_index": eval_index, "seed_index": i, "iteration": int(iteration[i]),
+               "last_iteration_env_steps": int(last_cost[i])}
+        row.update(ledger_to_dict(_seed_slice(state.ledger, i)))
         row.update({k: float(v[i]) for k, v in metrics.items()})
         rows.append(row)
     return rows
@@ -107,9 +127,7 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
 
     trainer = make_train(config)
     seeds = jnp.arange(config.num_seeds, dtype=jnp.int32) + config.seed
-    init = jax.jit(jax.vmap(trainer.init))
-    segment = jax.jit(jax.vmap(trainer.run_until, in_axes=(0, None)))
-    evaluate = jax.jit(jax.vmap(trainer.evaluate))
+    init, segment, evaluate = compiled_programs(config)
     state = init(seeds)
 
     if resume:
@@ -119,7 +137,7 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
         start, best = info["eval_index"] + 1, info.get("best_success", -1.0)
     else:
         run.create(config.to_dict())
-        rows = _metric_rows(0, evaluate(state.params), state.ledger, state.iteration)
+        rows = _metric_rows(0, evaluate(state.params), state)
         write_jsonl_atomic(run.metrics_path, rows)
         start, best = 1, -1.0
         run.save_checkpoint("latest", 0, state, {"eval_index": 0, "best_success": best})
@@ -131,9 +149,9 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
             if stop_after_evals is not None and j > stop_after_evals:
                 return {"stopped_after": stop_after_evals}
             started = time.perf_counter()
-            state = segment(state, jnp.int32(thresholds[j - 1]))
+            state = segment(state, *trainer.limits(thresholds[j - 1]))
             metrics = evaluate(state.params)
-            new_rows = _metric_rows(j, metrics, state.ledger, state.iteration)
+            new_rows = _metric_rows(j, metrics, state)
             for r in new_rows:
                 r["segment_seconds"] = round(time.perf_counter() - started, 3)
             rows = rows + new_rows

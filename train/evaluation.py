@@ -44,7 +44,7 @@ def action_types(env: Environment) -> tuple[tuple[str, ...], np.ndarray]:
     return names, np.array([names.index(w) for w in words], np.int32)
 
 
-@functools.lru_cache(maxsize=None)  # one greedy function per policy, so jit caches hit
+@functools.cache  # one greedy function per policy, so jit caches hit
 def greedy(policy_fn: PolicyFn) -> PolicyFn:
     """The greedy version of `policy_fn`: all mass on the highest-scoring legal action."""
     def greedy_fn(params, observation, legal_action_mask):

@@ -35,7 +35,7 @@ from jaxcredit.credit import (
     solver_advantage,
 )
 from jaxcredit.env import Environment
-from jaxcredit.ledger import Counts, Ledger, init_ledger, record
+from jaxcredit.ledger import MAX_COUNT, Counts, Ledger, init_ledger, record
 from jaxcredit.policy import PolicyConfig, make_policy
 from jaxcredit.policy_fn import action_probabilities, log_probabilities
 from jaxcredit.rollout import Trajectory, branch_returns, rollout
@@ -52,14 +52,15 @@ class TrainState:
     ledger: Ledger
     iteration: jax.Array  # int32 []
     seed: jax.Array  # int32 []
+    last_iteration_env_steps: jax.Array  # int32 []: what the latest iteration cost (all accounts)
 
 
 @dataclasses.dataclass(frozen=True)
 class Trainer:
     """The pure functions of one configuration. Build with `make_train(config)`.
 
-    `init(seed) -> TrainState`, `iterate(state) -> state`, `run_until(state, threshold) -> state`
-    (iterate while the budget counter is below `threshold`), `evaluate(params) -> metrics`,
+    `init(seed) -> TrainState`, `iterate(state) -> state`, `run_until(state, main_episodes_limit,
+    total_env_steps_limit) -> state` (iterate while the ledger is below both), `evaluate(params) -> metrics`,
     `train(seed) -> (state, metrics [num_evals + 1])`: the whole run, evaluating before training
     and at each `budget * j / num_evals`. All are jittable and vmappable over `seed`.
     """
@@ -97,7 +98,8 @@ class Trainer:
         init_fn = self._nets[0]
         params = init_fn(jax.random.fold_in(jax.random.key(seed), 0))
         return TrainState(params=params, opt_state=self.optimizer.init(params), ledger=init_ledger(),
-                          iteration=jnp.zeros((), jnp.int32), seed=jnp.asarray(seed, jnp.int32))
+                          iteration=jnp.zeros((), jnp.int32), seed=jnp.asarray(seed, jnp.int32),
+                          last_iteration_env_steps=jnp.zeros((), jnp.int32))
 
     def _keys(self, state: TrainState):
         key = jax.random.key(state.seed)
@@ -128,16 +130,27 @@ class Trainer:
             return (optax.apply_updates(params, updates), opt_state), None
 
         (params, opt_state), _ = jax.lax.scan(epoch, (state.params, state.opt_state), None, length=c.ppo_epochs)
-        return state.replace(params=params, opt_state=opt_state, ledger=ledger, iteration=state.iteration + 1)
+        return state.replace(params=params, opt_state=opt_state, ledger=ledger, iteration=state.iteration + 1,
+                             last_iteration_env_steps=ledger.total_env_steps - state.ledger.total_env_steps)
 
-    def run_until(self, state: TrainState, threshold: jax.Array) -> TrainState:
-        """Iterate while `ledger[budget_counter] < threshold`."""
-        counter = self.config.budget_counter
+    def run_until(self, state: TrainState, main_episodes_limit: jax.Array,
+                  total_env_steps_limit: jax.Array) -> TrainState:
+        """Iterate while the ledger is below both limits (int32 `[]`; pass `MAX_COUNT` for no limit).
 
+        The limits are arguments, not configuration, so one compiled program serves every
+        budget and both regimes.
+        """
         def below(s):
-            return budget_count(s.ledger, counter) < threshold
+            return (s.ledger.main_episodes < main_episodes_limit) & (s.ledger.total_env_steps < total_env_steps_limit)
 
         return jax.lax.while_loop(below, self.iterate, state)
+
+    def limits(self, threshold: int) -> tuple[jax.Array, jax.Array]:
+        """`(main_episodes_limit, total_env_steps_limit)` for a budget-counter `threshold`."""
+        no_limit = jnp.int32(MAX_COUNT)
+        if self.config.budget_counter == "main_episodes":
+            return jnp.int32(threshold), no_limit
+        return no_limit, jnp.int32(threshold)
 
     def evaluate(self, params: Any) -> dict:
         """Metrics of `params` on the fixed evaluation sets (see `train.evaluation`)."""
@@ -149,11 +162,13 @@ class Trainer:
         state = self.init(seed)
         first = (self.evaluate(state.params), state.ledger)
 
-        def segment(state, threshold):
-            state = self.run_until(state, threshold)
+        def segment(state, limits):
+            state = self.run_until(state, *limits)
             return state, (self.evaluate(state.params), state.ledger)
 
-        state, rest = jax.lax.scan(segment, state, jnp.asarray(self.thresholds(), jnp.int32))
+        limits = [self.limits(t) for t in self.thresholds()]
+        limits = (jnp.stack([m for m, _ in limits]), jnp.stack([s for _, s in limits]))
+        state, rest = jax.lax.scan(segment, state, limits)
         stacked = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, rest)
         return state, stacked
 

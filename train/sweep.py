@@ -13,6 +13,7 @@ the reference arm (`outcome`) with a 95% bootstrap interval over seeds.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 
 import numpy as np
@@ -58,7 +59,7 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
     cells = spec.cell_configs(num_seeds=num_seeds)
     os.makedirs(out, exist_ok=True)
     sweep_path = os.path.join(out, "sweep_spec.json")
-    spec_dict = {**dataclasses.asdict(spec), "num_seeds": num_seeds}
+    spec_dict = json.loads(json.dumps({**dataclasses.asdict(spec), "num_seeds": num_seeds}))
     if os.path.exists(sweep_path) and not resume:
         raise ValueError(f"{out} already holds a sweep; pass --resume to continue it or choose another --out")
     if resume and os.path.exists(sweep_path) and read_json(sweep_path) != spec_dict:
@@ -104,7 +105,8 @@ def format_table(table: dict) -> str:
     """Markdown: one table per regime."""
     lines = []
     for regime, arms in table.items():
-        lines += [f"### Regime: {regime} ({'equal main attempts' if regime == 'attempts' else 'equal total env steps'})",
+        meaning = "equal main attempts" if regime == "attempts" else "equal total env steps"
+        lines += [f"### Regime: {regime} ({meaning})",
                   "", "| arm | final success | average success | Δ final vs ref [95% CI] (wins) "
                   "| Δ average vs ref [95% CI] (wins) | main episodes | total env steps |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]

@@ -1,0 +1,159 @@
+"""The trainer: real learning, reproducibility, exact resume, budget matching, bad input.
+
+All runs use one tiny MAD configuration so the compiled programs are shared (the driver caches
+them by everything but budget, seeds and evaluation schedule).
+"""
+
+import hashlib
+import json
+import os
+
+import numpy as np
+import pytest
+
+from jaxcredit.cli import main
+from jaxcredit.train import config_from_dict, run_training
+from jaxcredit.train import driver as driver_module
+from jaxcredit.train.rundir import read_jsonl
+
+TINY_MAD = {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 5}
+TINY = {"env": "mad", "env_overrides": TINY_MAD, "d_model": 32, "num_layers": 1, "num_heads": 2, "mlp_dim": 64,
+        "problems_per_iteration": 8, "attempts_per_problem": 4, "learning_rate": 3e-3, "eval_problems": 64,
+        "num_seeds": 2, "num_evals": 2, "budget": 256}
+
+
+def tiny(**fields):
+    return config_from_dict({**TINY, **fields})
+
+
+def rows_without_timing(path):
+    rows = read_jsonl(os.path.join(path, "metrics.jsonl"))
+    return [{k: v for k, v in r.items() if k != "segment_seconds"} for r in rows]
+
+
+def tree_digest(path):
+    digest = hashlib.sha256()
+    for root, dirs, files in sorted(os.walk(path)):
+        dirs.sort()
+        for name in sorted(files):
+            full = os.path.join(root, name)
+            digest.update(full.encode())
+            with open(full, "rb") as f:
+                digest.update(f.read())
+    return digest.hexdigest()
+
+
+def test_learning_is_real(tmp_path):
+    summary = run_training(tiny(budget=6_000, num_evals=3), str(tmp_path / "run"), progress=False)
+    for seed in summary["seeds"]:
+        assert seed["initial_success"] < 0.4
+        assert seed["final_success"] >= seed["initial_success"] + 0.4, summary
+
+
+def test_same_seed_same_metrics_and_resume_matches(tmp_path):
+    config = tiny(num_evals=3, budget=384)
+    run_training(config, str(tmp_path / "a"), progress=False)
+    run_training(config, str(tmp_path / "b"), progress=False)
+    assert rows_without_timing(tmp_path / "a") == rows_without_timing(tmp_path / "b")
+
+    stopped = run_training(config, str(tmp_path / "c"), progress=False, stop_after_evals=1)
+    assert stopped == {"stopped_after": 1}
+    assert not os.path.exists(tmp_path / "c" / "summary.json")
+    assert max(r["eval_index"] for r in read_jsonl(str(tmp_path / "c" / "metrics.jsonl"))) == 1
+    run_training(config, str(tmp_path / "c"), progress=False, resume=True)
+    assert rows_without_timing(tmp_path / "c") == rows_without_timing(tmp_path / "a")
+    assert len(rows_without_timing(tmp_path / "a")) == 2 * 4  # seeds x (initial + 3 evaluations)
+
+
+def test_interrupt_keeps_last_segment_and_resume_matches(tmp_path, monkeypatch):
+    config = tiny(num_evals=3, budget=384)
+    run_training(config, str(tmp_path / "full"), progress=False)
+    init, segment, evaluate = driver_module.compiled_programs(config)
+    calls = {"n": 0}
+
+    def interrupted_segment(*args):
+        calls["n"] += 1
+        if calls["n"] == 2:
+            raise KeyboardInterrupt
+        return segment(*args)
+
+    monkeypatch.setattr(driver_module, "compiled_programs", lambda c: (init, interrupted_segment, evaluate))
+    with pytest.raises(KeyboardInterrupt):
+        run_training(config, str(tmp_path / "cut"), progress=False)
+    monkeypatch.undo()
+    assert json.load(open(tmp_path / "cut" / "checkpoints" / "latest.json"))["eval_index"] == 1
+    run_training(config, str(tmp_path / "cut"), progress=False, resume=True)
+    assert rows_without_timing(tmp_path / "cut") == rows_without_timing(tmp_path / "full")
+
+
+def test_equal_env_steps_end_within_one_iteration(tmp_path):
+    budget = 20_000
+    finals = {}
+    for credit in ("outcome", "mc"):
+        config = tiny(credit=credit, budget_counter="total_env_steps", budget=budget, mc_continuations=2)
+        run_training(config, str(tmp_path / credit), progress=False)
+        finals[credit] = [r for r in read_jsonl(str(tmp_path / credit / "metrics.jsonl")) if r["eval_index"] == 2]
+    for credit, rows in finals.items():
+        for r in rows:
+            # the run stopped at the first iteration that reached the budget
+            assert budget <= r["total_env_steps"] < budget + r["last_iteration_env_steps"], (credit, r)
+    assert finals["mc"][0]["label_env_steps"] > 0 and finals["outcome"][0]["label_env_steps"] == 0
+    assert finals["outcome"][0]["main_episodes"] > finals["mc"][0]["main_episodes"]
+    per_iteration = max(r["last_iteration_env_steps"] for rows in finals.values() for r in rows)
+    totals = [r["total_env_steps"] for rows in finals.values() for r in rows]
+    assert max(totals) - min(totals) < per_iteration
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["sweep", "--preset", "nope", "--out", "X"], "unknown preset 'nope'; choices: quick"),
+    (["train", "--credit", "magic", "--out", "X"], "config.credit: unknown value 'magic'; choices: outcome"),
+    (["train", "--out", "X", "--set", "colour=3"], "unknown config field(s) ['colour']; fields:"),
+    (["train", "--out", "X", "--set", "budget=0"], "config.budget must be in [1, 2147483647], got 0"),
+    (["train", "--out", "X", "--set", "budget=99999999999"], "config.budget must be in [1, 2147483647]"),
+])
+def test_bad_input_is_one_line(argv, message, capsys, tmp_path):
+    argv = [str(tmp_path / a) if a == "X" else a for a in argv]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("jaxcredit: error: ") and message in err and "\n" not in err
+    assert not os.path.exists(tmp_path / "X")
+
+
+def test_resume_errors_change_nothing(tmp_path, capsys):
+    config = tiny(num_evals=2, budget=256)
+    out = str(tmp_path / "run")
+    args = ["train", "--out", out, "--resume", "--no-progress"] + [
+        f"--set={k}={json.dumps(v)}" for k, v in TINY.items() if k not in ("budget", "num_evals")
+    ] + ["--set=budget=256", "--set=num_evals=2"]
+    assert main(args) == 2
+    assert "nothing to resume" in capsys.readouterr().err
+
+    run_training(config, out, progress=False, stop_after_evals=1)
+    latest = json.load(open(os.path.join(out, "checkpoints", "latest.json")))["directory"]
+    for root, _, files in os.walk(os.path.join(out, "checkpoints", latest)):
+        for name in files:
+            with open(os.path.join(root, name), "wb") as f:
+                f.write(b"garbage")
+    before = tree_digest(out)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "corrupted checkpoint" in err and err.count("\n") == 1
+    assert tree_digest(out) == before
+
+    with pytest.raises(ValueError, match="already holds a run"):
+        run_training(config, out, progress=False)
+    with pytest.raises(ValueError, match="config.json differs"):
+        run_training(tiny(num_evals=2, budget=512), out, progress=False, resume=True)
+
+
+def test_summary_and_policies_written(tmp_path):
+    out = tmp_path / "run"
+    summary = run_training(tiny(), str(out), progress=False)
+    assert set(summary["mean"]) >= {"final_success", "average_success", "initial_success"}
+    assert sorted(os.listdir(out / "policies")) == ["seed-0", "seed-1"]
+    rows = read_jsonl(str(out / "metrics.jsonl"))
+    assert {r["seed_index"] for r in rows} == {0, 1}
+    assert all(r["main_episodes"] >= 256 for r in rows if r["eval_index"] == 2)
+    np.testing.assert_allclose(
+        summary["seeds"][0]["final_success"],
+        [r["success_greedy"] for r in rows if r["eval_index"] == 2 and r["seed_index"] == 0][0])

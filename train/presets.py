@@ -1,0 +1,56 @@
+"""Named sweeps. Run times are for the 2-core CPU this project is tested on.
+
+- `quick`: a small MAD (5 cells, 4 tokens, 1-2 useful, 8 turns), outcome vs mc, both regimes,
+  2 seeds; a few minutes. The README's main-job command runs it.
+- `mad-study`: default MAD, outcome vs mc vs exact vs critic, both regimes, 5 paired seeds.
+- `arithmetic-study`: arithmetic with the legal-action menu, outcome vs exact under the uniform
+  reference vs exact under the current policy vs solver (optimal), evaluated on every family.
+"""
+
+from __future__ import annotations
+
+from jaxcredit.train.sweep import SweepSpec
+
+_SMALL_MAD = {"length": 5, "num_tokens": 4, "min_useful": 1, "max_useful": 2, "max_turns": 8}
+
+PRESETS: dict[str, SweepSpec] = {
+    "quick": SweepSpec(
+        name="quick",
+        description="small MAD, outcome vs mc (K=2), both regimes, 2 seeds",
+        base={"env": "mad", "env_overrides": _SMALL_MAD, "learning_rate": 3e-3, "num_seeds": 2,
+              "num_evals": 8, "eval_problems": 128, "problems_per_iteration": 16, "attempts_per_problem": 4},
+        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 2}},
+        budgets={"attempts": 6_000, "steps": 300_000},
+        cpu_minutes="about 4",
+    ),
+    "mad-study": SweepSpec(
+        name="mad-study",
+        description="default MAD, outcome vs mc vs exact vs critic, both regimes, 5 paired seeds",
+        base={"env": "mad", "learning_rate": 1e-3, "num_seeds": 5, "num_evals": 10, "eval_problems": 256,
+              "problems_per_iteration": 16, "attempts_per_problem": 4},
+        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4},
+              "exact": {"credit": "exact"}, "critic": {"credit": "critic"}},
+        budgets={"attempts": 40_000, "steps": 4_000_000},
+        cpu_minutes="about 60",
+    ),
+    "arithmetic-study": SweepSpec(
+        name="arithmetic-study",
+        description="arithmetic (legal-action menu), outcome vs exact-uniform vs exact-policy vs solver-optimal",
+        base={"env": "arithmetic", "learning_rate": 1e-3, "num_seeds": 3, "num_evals": 10, "eval_problems": 128,
+              "eval_families": ("default", "small_targets", "multiplication", "large_values"),
+              "problems_per_iteration": 8, "attempts_per_problem": 4},
+        arms={"outcome": {"credit": "outcome"},
+              "exact-uniform": {"credit": "solver", "solver_policy": "uniform"},
+              "exact-policy": {"credit": "exact"},
+              "solver-optimal": {"credit": "solver", "solver_policy": "optimal", "solver_add_outcome": True}},
+        budgets={"attempts": 20_000, "steps": 20_000_000},
+        cpu_minutes="about 90",
+    ),
+}
+
+
+def get_preset(name: str) -> SweepSpec:
+    """The preset called `name`; raises `ValueError` listing the choices."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; choices: {', '.join(PRESETS)}")
+    return PRESETS[name]
