@@ -425,14 +425,15 @@ class Arithmetic(Environment):
 
     # ----- host helpers -----
     def action_name(self, action: int) -> str:
+        """`COMBINE i op j` (slots), `UNDO` or `FINAL k` (slot); the first word is the action type."""
         action = int(action)
         if 0 <= action < self.undo_action:
             i, j, op = (int(x) for x in self._decode(action))
-            return f"COMBINE({i}, {OPS[op]}, {j})"
+            return f"COMBINE {i} {OPS[op]} {j}"
         if action == self.undo_action:
             return "UNDO"
         if self.undo_action < action < self.num_actions:
-            return f"FINAL({action - self.undo_action - 1})"
+            return f"FINAL {action - self.undo_action - 1}"
         return f"invalid action {action}"
 
     def history(self, state: State) -> list[tuple[int, str, int, int]]:

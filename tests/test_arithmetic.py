@@ -49,14 +49,14 @@ def test_oracle_thousands_of_random_sequences(arithmetic, arithmetic_reference):
 def test_action_layout(arithmetic):
     names = [arithmetic.action_name(a) for a in range(arithmetic.num_actions)]
     assert arithmetic.num_actions == 53 and len(set(names)) == 53
-    assert names[:5] == ["COMBINE(0, +, 1)", "COMBINE(0, -, 1)", "COMBINE(0, *, 1)", "COMBINE(0, /, 1)",
-                         "COMBINE(0, +, 2)"]
-    assert names[12] == "COMBINE(1, +, 0)" and names[47] == "COMBINE(3, /, 2)"
-    assert names[48:] == ["UNDO", "FINAL(0)", "FINAL(1)", "FINAL(2)", "FINAL(3)"]
+    assert names[:5] == ["COMBINE 0 + 1", "COMBINE 0 - 1", "COMBINE 0 * 1", "COMBINE 0 / 1",
+                         "COMBINE 0 + 2"]
+    assert names[12] == "COMBINE 1 + 0" and names[47] == "COMBINE 3 / 2"
+    assert names[48:] == ["UNDO", "FINAL 0", "FINAL 1", "FINAL 2", "FINAL 3"]
     assert arithmetic.action_name(53) == "invalid action 53"
     for i, j in itertools.permutations(range(4), 2):
         for op in range(4):
-            assert names[arithmetic.combine_action(i, op, j)] == f"COMBINE({i}, {'+-*/'[op]}, {j})"
+            assert names[arithmetic.combine_action(i, op, j)] == f"COMBINE {i} {'+-*/'[op]} {j}"
 
 
 def test_worked_example(arithmetic):

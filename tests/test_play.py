@@ -29,7 +29,7 @@ def test_worked_example(monkeypatch, capsys):
     assert "refused: wrong result: 2 + 3 = 5, not 6" in lines
     assert [line for line in lines if line.startswith("accepted")] == [
         # a number names the first live slot holding it: after 2 + 3 = 5 into slot 0, "5" is slot 0
-        "accepted: COMBINE(0, +, 1)", "accepted: COMBINE(2, +, 0)", "accepted: COMBINE(3, +, 2)", "accepted: FINAL(3)"]
+        "accepted: COMBINE 0 + 1", "accepted: COMBINE 2 + 0", "accepted: COMBINE 3 + 2", "accepted: FINAL 3"]
     assert lines[-1] == "outcome: solved, reward 1 in 5 turns"
     assert "Numbers available: 9 5" in out and "Turns left: 4" in out
 
@@ -38,7 +38,7 @@ def test_wrong_final_then_out_of_turns(monkeypatch, capsys):
     code, out, _ = _play(monkeypatch, capsys, ["arithmetic", "--numbers", "2", "3", "4", "5", "--target", "14",
                                                "--turns", "4"], "<FINAL>2</FINAL>\nhello\n<ACT>UNDO</ACT>\nx\n")
     assert code == 0
-    assert "accepted: FINAL(0) (wrong answer, reward 0)" in out and "refused: nothing to undo" in out
+    assert "accepted: FINAL 0 (wrong answer, reward 0)" in out and "refused: nothing to undo" in out
     assert out.splitlines()[-1] == "outcome: out of turns, reward 0 in 4 turns"
 
 
