@@ -1,0 +1,142 @@
+"""`jaxcredit bench solver`: exact uniform values of many problems, JAX graph solver vs plain Python.
+
+Ours: `jaxcredit.solver.solve_batch` (graph enumeration with the environment's own jitted step,
+then backward induction, vmapped over a chunk of problems). Baseline: the memoised recursive
+solver over the plain-Python reference environment (`benchmarks/python_solver.py`), run in the
+same process on the first few of the same problems (it is far slower; its rate per problem is
+what is compared). Both compute V and Q of the start position under the uniform policy with the
+episode's full turn limit; the largest disagreement is reported next to the rates.
+"""
+
+from __future__ import annotations
+
+import time
+
+import jax
+import numpy as np
+
+from jaxcredit import solver_batch
+from jaxcredit.benchmarks.common import machine_description, print_table, time_interleaved
+from jaxcredit.benchmarks.python_solver import solve_start
+
+
+def _take(problems, count: int):
+    return jax.tree_util.tree_map(lambda x: np.asarray(x)[:count], problems)
+
+
+def _problem(problems, i: int):
+    return jax.tree_util.tree_map(lambda x: np.asarray(x)[i], problems)
+
+
+def _working_bytes(env, problems, *, chunk_size: int, horizon: int, num_valid: int, num_edges: int) -> int | None:
+    """XLA's temporary buffers plus outputs of one compiled chunk, both stages, at the padded sizes
+    of the largest problem (`num_valid` positions, `num_edges` moves); None where unknown."""
+    chunk = jax.tree_util.tree_map(lambda x: np.asarray(x)[:chunk_size], problems)
+    sizes = {"rows": solver_batch.compact_size(env, num_valid), "edges": solver_batch.edge_size(env, num_edges)}
+    try:
+        build = solver_batch._build_chunk.lower(env, chunk, **sizes).compile()
+        graphs = jax.eval_shape(lambda p: solver_batch._build_chunk(env, p, **sizes), chunk)
+        solve = solver_batch._solve_chunk.lower(graphs, policy="uniform", horizon=horizon).compile()
+        return int(sum(c.memory_analysis().temp_size_in_bytes + c.memory_analysis().output_size_in_bytes
+                       for c in (build, solve)))
+    except Exception:  # memory analysis is optional on some backends
+        return None
+
+
+def bench_one(env, reference, problems, *, label: str, chunk_size: int, python_problems: int,
+              repeats: int) -> dict:
+    """Time both solvers on `problems` (leading axis `[B]`) and return raw numbers for one env."""
+    num_problems = int(jax.tree_util.tree_leaves(problems)[0].shape[0])
+    horizon = env.max_turns
+
+    def python_solve():
+        return [solve_start(reference, _problem(problems, i), turns_left=horizon) for i in range(python_problems)]
+
+    start = time.perf_counter()  # the first call compiles (one shape per compacted size): reported apart
+    jax.block_until_ready(solver_batch.solve_batch(env, problems, chunk_size=chunk_size))
+    first_call = time.perf_counter() - start
+    timed = time_interleaved({
+        "jax": lambda: solver_batch.solve_batch(env, problems, chunk_size=chunk_size),
+        "python": python_solve,
+    }, repeats=repeats)
+    (seconds, batch), (python_seconds, python_values) = timed["jax"], timed["python"]
+    worst = max(max(abs(value - float(batch.start_value[i])),
+                    float(np.max(np.abs(np.asarray(q) - np.asarray(batch.start_q[i])))))
+                for i, (value, q) in enumerate(python_values))
+    memory = solver_batch.memory_per_problem(env, horizon=horizon)
+    working = _working_bytes(env, problems, chunk_size=min(chunk_size, num_problems), horizon=horizon,
+                             num_valid=int(np.max(np.asarray(batch.num_positions))),
+                             num_edges=int(np.max(np.asarray(batch.num_edges))))
+    jax_rate = num_problems / seconds
+    python_rate = python_problems / python_seconds
+    return {
+        "env": label,
+        "problems": num_problems,
+        "chunk_size": chunk_size,
+        "horizon": horizon,
+        "jax_seconds": seconds,
+        "jax_first_call_seconds": first_call,
+        "jax_problems_per_s": jax_rate,
+        "python_problems": python_problems,
+        "python_seconds": python_seconds,
+        "python_problems_per_s": python_rate,
+        "ratio": jax_rate / python_rate,
+        "max_abs_diff": worst,
+        "positions_per_problem": float(np.mean(np.asarray(batch.num_positions))),
+        "max_positions": env.num_positions,
+        "actions": env.num_actions,
+        "env_steps_per_problem": float(np.mean(np.asarray(batch.env_steps))),
+        "legal_moves_per_problem": float(np.mean(np.asarray(batch.num_edges))),
+        "graph_bytes_per_problem": memory["graph_bytes"],
+        "values_bytes_per_problem": memory["values_bytes"],
+        "working_bytes_per_problem": None if working is None else working // min(chunk_size, num_problems),
+        "mean_start_value": float(np.mean(np.asarray(batch.start_value))),
+    }
+
+
+def _mad_case(quick: bool):
+    from jaxcredit.envs import make, make_reference
+
+    env = make("mad")
+    tapes = jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(0), 4096))
+    return env, make_reference(env), tapes, {"chunk_size": 512, "python_problems": 8 if quick else 32}
+
+
+def _arithmetic_case(quick: bool):
+    """The arithmetic case, or None while the arithmetic environment is not in this build."""
+    from jaxcredit.envs import ENVIRONMENTS, make, make_reference
+
+    if "arithmetic" not in ENVIRONMENTS:
+        return None
+    from jaxcredit.envs.problems import FAMILIES, problems
+
+    env = make("arithmetic")
+    per_family = (64 if quick else 1000) // len(FAMILIES)
+    sets = [problems(name, per_family, seed=0, count=env.count) for name in FAMILIES]
+    batch = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *sets)
+    return env, make_reference(env), batch, {"chunk_size": 32, "python_problems": 1 if quick else 3}
+
+
+def run(args) -> dict:
+    """`jaxcredit bench solver [--quick]`: the human table on stderr; returns the JSON object."""
+    quick = bool(getattr(args, "quick", False))
+    repeats = 1 if quick else 2
+    results, ratios, skipped = {}, {}, {}
+    for label, make_case in (("mad", _mad_case), ("arithmetic", _arithmetic_case)):
+        case = make_case(quick)
+        if case is None:
+            skipped[label] = "environment not in this build"
+            continue
+        env, reference, problems, sizes = case
+        result = bench_one(env, reference, problems, label=label, repeats=repeats, **sizes)
+        results[label] = result
+        ratios[f"solver:jax_vs_python@{label}"] = result["ratio"]
+    rows = [[r["env"], r["problems"], f"{r['jax_problems_per_s']:.1f}", r["python_problems"],
+             f"{r['python_problems_per_s']:.2f}", f"{r['ratio']:.0f}x", f"{r['positions_per_problem']:.0f}",
+             f"{r['graph_bytes_per_problem'] / 1e6:.2f}+{r['values_bytes_per_problem'] / 1e6:.2f} MB",
+             f"{r['max_abs_diff']:.1e}"] for r in results.values()]
+    print_table("exact uniform start values: jax graph solver vs plain-Python recursion",
+                ["env", "problems", "jax/s", "py problems", "py/s", "ratio", "positions", "graph+values",
+                 "max diff"], rows)
+    return {"suite": "solver", "results": results, "skipped": skipped, "ratios": ratios,
+            "machine": machine_description()}

@@ -1,0 +1,132 @@
+"""The policy checkpoint format: network parameters plus what is needed to rebuild everything.
+
+A checkpoint is one orbax directory with two items: `params` (the parameter pytree, orbax's
+standard format) and `info` (JSON: the format tag, the `PolicyConfig`, the task sizes, the
+environment's name and configuration, and any `extra` the caller adds). Orbax writes into a
+temporary directory and renames it when complete, so a checkpoint is either whole or absent.
+`load_policy` rebuilds the network from `info` alone (no environment import), so
+`jaxcredit solve --policy DIR` and the analysis can evaluate a saved policy.
+
+Errors are user errors, never orbax tracebacks: a missing directory raises `FileNotFoundError`
+naming it; a partial, garbled or mismatched one raises `ValueError("corrupted checkpoint ...")`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Any
+
+import jax
+import numpy as np
+
+from jaxcredit.policy import PolicyConfig, TaskSizes, make_policy_from_sizes
+from jaxcredit.policy_fn import PolicyFn
+
+FORMAT = "jaxcredit.policy/1"
+
+
+def _checkpointer():
+    import orbax.checkpoint as ocp
+
+    return ocp, ocp.Checkpointer(ocp.CompositeCheckpointHandler())
+
+
+def _sizes_from_params(params: Any) -> TaskSizes:
+    inner = params["params"]
+    vocab_size = inner["token_embedding"]["embedding"].shape[0]
+    observation_length = inner["position_embedding"].shape[0]
+    num_actions = inner["action_head"]["kernel"].shape[1]
+    return TaskSizes(int(vocab_size), int(observation_length), int(num_actions))
+
+
+def _to_jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=lambda x: x.tolist() if hasattr(x, "tolist") else str(x)))
+
+
+def save_policy(
+    path: str | os.PathLike,
+    params: Any,
+    *,
+    policy_config: PolicyConfig,
+    env_name: str,
+    env_config: dict,
+    extra: dict | None = None,
+    overwrite: bool = False,
+) -> str:
+    """Write a policy checkpoint to the directory `path` (atomically); returns its absolute path.
+
+    `params` is the network's parameter pytree (from `make_policy`'s `init_fn` or training);
+    the task sizes are read from its shapes. `env_config` is the environment's keyword
+    configuration (JSON-able), `extra` any JSON-able metadata (e.g. the training step).
+    An existing `path` raises `ValueError` unless `overwrite`.
+    """
+    path = os.path.abspath(os.fspath(path))
+    if os.path.exists(path) and not overwrite:
+        raise ValueError(f"checkpoint {path} already exists (pass overwrite=True to replace it)")
+    sizes = _sizes_from_params(params)
+    info = {
+        "format": FORMAT,
+        "policy_config": policy_config.to_dict(),
+        "task_sizes": {"vocab_size": sizes.vocab_size, "observation_length": sizes.observation_length,
+                       "num_actions": sizes.num_actions},
+        "env_name": env_name,
+        "env_config": _to_jsonable(dict(env_config)),
+        "extra": _to_jsonable(extra or {}),
+    }
+    ocp, checkpointer = _checkpointer()
+    params = jax.tree_util.tree_map(np.asarray, params)
+    checkpointer.save(path, args=ocp.args.Composite(params=ocp.args.StandardSave(params),
+                                                    info=ocp.args.JsonSave(info)), force=overwrite)
+    return path
+
+
+def _corrupted(path: str, why: str) -> ValueError:
+    return ValueError(f"corrupted checkpoint {path}: {why}")
+
+
+def load_policy(path: str | os.PathLike) -> tuple[PolicyFn, Any, dict]:
+    """Read a checkpoint written by `save_policy`: `(policy_fn, params, info)`.
+
+    `info` holds `format`, `policy_config` (a `PolicyConfig`), `task_sizes`, `env_name`,
+    `env_config`, `extra`, and `value_fn`. Raises `FileNotFoundError` for a missing directory
+    and `ValueError("corrupted checkpoint ...")` for anything unreadable or inconsistent.
+    """
+    path = os.path.abspath(os.fspath(path))
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"no policy checkpoint at {path}")
+    ocp, checkpointer = _checkpointer()
+    if not ocp.utils.is_checkpoint_finalized(path):
+        raise _corrupted(path, "the write never finished (an orbax temporary directory)")
+    absl_logger = logging.getLogger("absl")
+    level = absl_logger.level
+    absl_logger.setLevel(logging.CRITICAL)  # orbax logs its own tracebacks; ours is one line
+    try:
+        try:
+            info = checkpointer.restore(path, args=ocp.args.Composite(info=ocp.args.JsonRestore()))["info"]
+        except Exception as error:  # noqa: BLE001 - any orbax failure here is a bad checkpoint
+            raise _corrupted(path, f"cannot read its info ({type(error).__name__})") from None
+        if not isinstance(info, dict) or info.get("format") != FORMAT:
+            raise _corrupted(path, f"info is not a {FORMAT} record")
+        try:
+            config = PolicyConfig(**info["policy_config"])
+            sizes = TaskSizes(**info["task_sizes"])
+        except (KeyError, TypeError, ValueError) as error:
+            raise _corrupted(path, f"bad policy config or task sizes ({error})") from None
+        init_fn, policy_fn, value_fn = make_policy_from_sizes(config, sizes)
+        abstract = jax.eval_shape(init_fn, jax.random.key(0))
+        try:
+            params = checkpointer.restore(path, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract)))
+            params = params["params"]
+        except Exception as error:  # noqa: BLE001
+            raise _corrupted(path, f"cannot read its parameters ({type(error).__name__})") from None
+    finally:
+        absl_logger.setLevel(level)
+    shapes = jax.tree_util.tree_map(lambda x: tuple(x.shape), params)
+    if shapes != jax.tree_util.tree_map(lambda x: tuple(x.shape), abstract):
+        raise _corrupted(path, "parameter shapes do not match its policy config")
+    if not all(np.isfinite(np.asarray(x)).all() for x in jax.tree_util.tree_leaves(params)):
+        raise _corrupted(path, "parameters hold NaN or infinity")
+    info = dict(info, policy_config=config, value_fn=value_fn)
+    return policy_fn, params, info

@@ -1,0 +1,277 @@
+"""Credit estimators: one advantage per action of a batch of episodes, each a small pure function.
+
+Every estimator takes a `Trajectory` (`[B, T]`, see `jaxcredit.rollout`) and, as keywords, the
+values it needs, and returns float32 `[B, T]` advantages: zero on non-live steps (padding after
+an episode ended), never NaN. `ESTIMATORS` maps a name to its function and `REQUIRED_INPUTS`
+names the keyword inputs each one needs beyond the trajectory, so a trainer selects by name:
+
+- `outcome`: the episode return `R`, normalised within its group (GRPO, RLOO or a mean
+  baseline); Shao et al. 2024 (DeepSeekMath), Ahmadian et al. 2024, Kool et al. 2019.
+- `mc`: `r_t + V̂(s_{t+1}) - V̂(s_t)`, or `Q̂(s_t, a_t) - V̂(s_t)`, from K continuations;
+  Kazemnejad et al. 2024 (VinePPO).
+- `exact`: `Q^π(s_t, a_t) - V^π(s_t)` of the current policy, from the exact solver.
+- `solver`: `Q^μ - V^μ` under a fixed reference (uniform) or optimal policy μ, optionally
+  added to the outcome advantage with a weight (CAST-style solver values).
+- `anchor`: the episode's GRPO advantage plus `ω` times a step advantage normalised among the
+  group's steps taken in the same position; Feng et al. 2025 (GiGPO).
+
+Groups: episodes of one problem are contiguous, `B = P * group_size` (P problems).
+Solver values are `v [P, T+1, S]`, `q [P, T+1, S, A]` indexed by turns LEFT
+(`env.max_turns - turn`, the trajectory's `turns_left`) and position; one problem's `[T+1, S]`
+is broadcast to every episode.
+
+Shape letters: B episodes, T turns, A actions, S positions, P problems, K continuations.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from jaxcredit.env import Environment
+from jaxcredit.ledger import Counts
+from jaxcredit.policy_fn import PolicyFn
+from jaxcredit.rollout import Trajectory, branch_returns
+
+BASELINES = ("grpo", "rloo", "mean")
+
+
+def _on_live(trajectory: Trajectory, advantage: jax.Array) -> jax.Array:
+    return jnp.where(trajectory.live, advantage, 0.0).astype(jnp.float32)
+
+
+def _grouped(x: jax.Array, group_size: int) -> jax.Array:
+    if group_size < 1 or x.shape[0] % group_size:
+        raise ValueError(f"group_size must be >= 1 and divide the batch of {x.shape[0]} episodes, got {group_size}")
+    return x.reshape(x.shape[0] // group_size, group_size, *x.shape[1:])
+
+
+def group_normalised(values: jax.Array, weights: jax.Array, *, epsilon: float) -> jax.Array:
+    """`(x - mean) / (std + epsilon)` over the weighted members of each row; exactly 0 for uniform rows.
+
+    `values`, `weights` float32 `[..., n]` (weights 0/1). A row whose weighted members are all
+    equal (or that has fewer than two) gives 0 without dividing by a zero standard deviation.
+    """
+    count = jnp.maximum(weights.sum(-1, keepdims=True), 1.0)
+    mean = (weights * values).sum(-1, keepdims=True) / count
+    std = jnp.sqrt((weights * (values - mean) ** 2).sum(-1, keepdims=True) / count)
+    high = jnp.where(weights > 0, values, -jnp.inf).max(-1, keepdims=True)
+    low = jnp.where(weights > 0, values, jnp.inf).min(-1, keepdims=True)
+    uniform = ~(high > low)  # also True for empty rows (-inf > inf is False)
+    return jnp.where(uniform, 0.0, (values - mean) / (std + epsilon))
+
+
+def outcome_advantage(
+    trajectory: Trajectory, *, group_size: int, baseline: str = "grpo", epsilon: float = 1e-6
+) -> jax.Array:
+    """Outcome credit: every action of an episode gets its episode's advantage. float32 `[B, T]`.
+
+    With `R_i` the return of episode i among the `G = group_size` episodes of its problem:
+    - `grpo` (Shao et al. 2024, DeepSeekMath): `(R_i - mean(R)) / (std(R) + epsilon)`, std over
+      the group (ddof 0); exactly 0 when the group's returns are all equal.
+    - `rloo` (Ahmadian et al. 2024; Kool et al. 2019): `R_i - mean_{j != i} R_j`
+      `= G / (G - 1) * (R_i - mean(R))`; needs `G >= 2`.
+    - `mean`: `R_i - mean(R)`.
+    """
+    if baseline not in BASELINES:
+        raise ValueError(f"unknown outcome baseline {baseline!r}; choices: {', '.join(BASELINES)}")
+    if baseline == "rloo" and group_size < 2:
+        raise ValueError(f"the rloo baseline needs group_size >= 2, got {group_size}")
+    returns = _grouped(trajectory.episode_return, group_size)  # [P, G]
+    if baseline == "grpo":
+        advantage = group_normalised(returns, jnp.ones_like(returns), epsilon=epsilon)
+    else:
+        centred = returns - returns.mean(-1, keepdims=True)
+        advantage = centred * (group_size / (group_size - 1)) if baseline == "rloo" else centred
+    return _on_live(trajectory, advantage.reshape(-1)[:, None])
+
+
+def mc_advantage(
+    trajectory: Trajectory, *, state_values: jax.Array, action_values: jax.Array | None = None
+) -> jax.Array:
+    """Monte Carlo credit from branch continuations (Kazemnejad et al. 2024, VinePPO). `[B, T]`.
+
+    `state_values` float32 `[B, T+1]`: `V̂(s_t)` for the state before each action and, last, the
+    final state (the mean return of K continuations, `branch_state_values`); an ended state's
+    value is taken as 0 whatever is passed. Without `action_values`:
+    `A_t = r_t + V̂(s_{t+1}) - V̂(s_t)` (VinePPO), so the continuations from `s_{t+1}` serve as
+    `Q̂(s_t, a_t)` samples. With `action_values` float32 `[B, T, A]` (forced first actions,
+    `branch_action_values`): `A_t = Q̂(s_t, a_t) - V̂(s_t)`.
+    """
+    num_turns = trajectory.live.shape[1]
+    if state_values.shape != trajectory.live.shape[:1] + (num_turns + 1,):
+        raise ValueError(f"state_values must have shape [B, T+1] = {(trajectory.live.shape[0], num_turns + 1)}, "
+                         f"got {state_values.shape}")
+    value_now = jnp.where(trajectory.live, state_values[:, :-1], 0.0)
+    if action_values is None:
+        value_next = jnp.where(trajectory.done, 0.0, state_values[:, 1:])
+        return _on_live(trajectory, trajectory.reward + value_next - value_now)
+    chosen = jnp.take_along_axis(action_values, trajectory.action[..., None], axis=-1)[..., 0]
+    return _on_live(trajectory, chosen - value_now)
+
+
+def _per_episode(array: jax.Array, batch: int, group_size: int) -> jax.Array:
+    if array.shape[0] * group_size != batch:
+        raise ValueError(f"values for {array.shape[0]} problems x group_size {group_size} do not match "
+                         f"{batch} episodes")
+    return jnp.repeat(array, group_size, axis=0)
+
+
+def solver_action_advantage(trajectory: Trajectory, values: Any, *, group_size: int = 1) -> jax.Array:
+    """float32 `[B, T]`: `Q[tl_t, p_t, a_t] - V[tl_t, p_t]` gathered from solver values.
+
+    `values` has `v` `[P, T+1, S]` and `q` `[P, T+1, S, A]` (or one problem's `[T+1, S]`,
+    `[T+1, S, A]`). A refused (illegal) action changes nothing but uses a turn, so its value
+    is `V[tl_t - 1, p_t]` whatever `q` holds there.
+    """
+    batch = trajectory.live.shape[0]
+    v, q = values.v, values.q
+    if v.ndim == 2:
+        v, q, group_size = v[None], q[None], batch
+    v, q = _per_episode(v, batch, group_size), _per_episode(q, batch, group_size)
+    rows = jnp.arange(batch)[:, None]
+    turns_left = jnp.clip(trajectory.turns_left, 0, v.shape[1] - 1)
+    position = trajectory.position
+    action = jnp.clip(trajectory.action, 0, q.shape[-1] - 1)
+    value_now = v[rows, turns_left, position]
+    legal = jnp.take_along_axis(trajectory.legal_action_mask, action[..., None], axis=-1)[..., 0]
+    refused_value = v[rows, jnp.maximum(turns_left - 1, 0), position]
+    action_value = jnp.where(legal, q[rows, turns_left, position, action], refused_value)
+    advantage = jnp.where(jnp.isfinite(action_value) & jnp.isfinite(value_now), action_value - value_now, 0.0)
+    return _on_live(trajectory, advantage)
+
+
+def exact_advantage(trajectory: Trajectory, *, values: Any, group_size: int = 1) -> jax.Array:
+    """Exact credit of the current policy π: `A_t = Q^π(s_t, a_t) - V^π(s_t)`. float32 `[B, T]`.
+
+    `values` are the solver's `Values` of π itself (`evaluate_policy` with
+    `network_policy_probs`), indexed by turns left; see `solver_action_advantage`.
+    """
+    return solver_action_advantage(trajectory, values, group_size=group_size)
+
+
+def solver_advantage(
+    trajectory: Trajectory,
+    *,
+    values: Any,
+    group_size: int = 1,
+    weight: float = 1.0,
+    outcome: str | None = None,
+    epsilon: float = 1e-6,
+) -> jax.Array:
+    """Solver credit under a FIXED policy μ (CAST-style): float32 `[B, T]`.
+
+    `A_t = weight * (Q^μ(s_t, a_t) - V^μ(s_t))`, with `values` from the solver under the uniform
+    reference (`evaluate_policy(graph, uniform_policy(graph))`) or the optimal policy
+    (`optimal_values`, then `Q* - V* <= 0`). With `outcome` set to a baseline name, the outcome
+    advantage of that baseline is added: `A_t = A^outcome_i + weight * (Q^μ - V^μ)`.
+    """
+    advantage = weight * solver_action_advantage(trajectory, values, group_size=group_size)
+    if outcome is not None:
+        advantage = advantage + outcome_advantage(trajectory, group_size=group_size, baseline=outcome,
+                                                  epsilon=epsilon)
+    return advantage
+
+
+def _returns_to_go(reward: jax.Array, discount: float) -> jax.Array:
+    def back(later, r):
+        now = r + discount * later
+        return now, now
+
+    _, out = jax.lax.scan(back, jnp.zeros(reward.shape[0]), reward.T, reverse=True)
+    return out.T
+
+
+def anchor_advantage(
+    trajectory: Trajectory,
+    *,
+    group_size: int,
+    step_weight: float = 1.0,
+    discount: float = 1.0,
+    epsilon: float = 1e-6,
+) -> jax.Array:
+    """Anchor-state credit (Feng et al. 2025, GiGPO). float32 `[B, T]`.
+
+    Episode level: `A^E_i = grpo(R_i)` within the problem's group (as `outcome`). Step level:
+    the live steps of a group's episodes are grouped by identical position (the anchor state);
+    each step's discounted return-to-go `G_t = sum_{k >= t} discount^(k-t) r_k` is normalised
+    within its anchor group, `A^S_t = (G_t - mean(G)) / (std(G) + epsilon)` (0 for an anchor
+    group of one step or of equal returns). `A_t = A^E_i + step_weight * A^S_t`.
+    """
+    episode = outcome_advantage(trajectory, group_size=group_size, baseline="grpo", epsilon=epsilon)
+    to_go = _grouped(_returns_to_go(trajectory.reward, discount), group_size)  # [P, G, T]
+    num_problems = to_go.shape[0]
+    to_go = to_go.reshape(num_problems, -1)  # [P, n], n = G * T
+    position = _grouped(trajectory.position, group_size).reshape(num_problems, -1)
+    live = _grouped(trajectory.live, group_size).reshape(num_problems, -1)
+    same = (position[:, :, None] == position[:, None, :]) & live[:, :, None] & live[:, None, :]  # [P, n, n]
+    members = jnp.broadcast_to(to_go[:, None, :], same.shape)
+    step = group_normalised(members, same.astype(jnp.float32), epsilon=epsilon)  # row i: every member j
+    own = jnp.diagonal(step, axis1=1, axis2=2).reshape(trajectory.live.shape)  # member i of its own row
+    return _on_live(trajectory, episode + step_weight * own)
+
+
+ESTIMATORS = {
+    "outcome": outcome_advantage,
+    "mc": mc_advantage,
+    "exact": exact_advantage,
+    "solver": solver_advantage,
+    "anchor": anchor_advantage,
+}
+REQUIRED_INPUTS = {
+    "outcome": ("group_size",),
+    "mc": ("state_values",),
+    "exact": ("values",),
+    "solver": ("values",),
+    "anchor": ("group_size",),
+}
+
+
+def get_estimator(name: str):
+    """The estimator called `name`; raises `ValueError` listing the choices."""
+    if name not in ESTIMATORS:
+        raise ValueError(f"unknown credit estimator {name!r}; choices: {', '.join(ESTIMATORS)}")
+    return ESTIMATORS[name]
+
+
+# ----- Monte Carlo values by branching (label work: record their counts in the "label" account) -----
+
+def _flatten(tree, ndims: int = 2):
+    return jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[ndims:]), tree)
+
+
+def branch_state_values(
+    env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
+    num_continuations: int, chunk_size: int = 512,
+) -> tuple[jax.Array, Counts]:
+    """`V̂` float32 `[B, T+1]` of every state of `trajectory` and its final states, by branching.
+
+    The mean return of `num_continuations` continuations under `policy_fn` from each live state;
+    0 for ended states (which cost nothing). Consumes `key`. Returns `(state_values, counts)`.
+    """
+    batch, num_turns = trajectory.live.shape
+    states = jax.tree_util.tree_map(
+        lambda before, final: jnp.concatenate([before, final[:, None]], axis=1),
+        trajectory.states, trajectory.final_state,
+    )
+    result = branch_returns(env, policy_fn, params, _flatten(states), key,
+                            num_continuations=num_continuations, chunk_size=chunk_size)
+    return result.mean.reshape(batch, num_turns + 1), result.counts
+
+
+def branch_action_values(
+    env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
+    num_continuations: int, max_legal_actions: int | None = None, chunk_size: int = 512,
+) -> tuple[jax.Array, Counts]:
+    """`Q̂` float32 `[B, T, A]` for every legal action of every state before an action, by branching.
+
+    Forces each legal first action and continues under `policy_fn` (`branch_returns` with
+    `force_first_actions`); 0 for ended states and illegal actions. Consumes `key`.
+    """
+    batch, num_turns = trajectory.live.shape
+    result = branch_returns(env, policy_fn, params, _flatten(trajectory.states), key,
+                            num_continuations=num_continuations, force_first_actions=True,
+                            max_legal_actions=max_legal_actions, chunk_size=chunk_size)
+    return result.mean.reshape(batch, num_turns, -1), result.counts

@@ -1,0 +1,307 @@
+"""The exact solver: a problem's complete graph of positions, and exact values over the turns left.
+
+`build_graph` enumerates every position of one problem through the environment's positions
+contract and steps every action there with the environment's own `step` (no second copy of the
+dynamics), giving a transition table. Backward induction over the turns left then gives exact
+`V[t, s]` and `Q[t, s, a]` for any policy given as action probabilities at every position
+(optionally different at every turn), the optimal values, and reachability of success. Every
+function here is pure with fixed shapes: jit it, and `jax.vmap` it over problems;
+`jaxcredit.solver_batch.solve_batch` does both in chunks for many problems.
+
+Conventions. The first axis of values counts turns LEFT: `v[0] = 0` (no turn, no reward) and,
+for `t >= 1`, `Q[t, s, a] = reward[s, a] + (1 - terminal[s, a]) * V[t - 1, next_position[s, a]]`.
+An illegal (refused) action has reward 0 and `next_position == s`, so its Q is the value of the
+same position with one turn fewer. An ended episode has no position: it contributes only the
+reward of the step that ended it, so V of an ended state is 0 by construction. Success means a
+step that earns a positive reward.
+
+Shape letters: B problems, S positions, A actions, L observation length, T turns (the horizon;
+value arrays have T + 1 rows, one per number of turns left `0..T`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxcredit.env import Environment
+from jaxcredit.policy_fn import PolicyFn, action_probabilities
+
+POLICIES = ("uniform", "optimal")
+
+
+@struct.dataclass
+class Graph:
+    """The complete graph of one problem's positions (batched graphs carry a leading `[B]`).
+
+    Attributes:
+      next_position: int32 `[S, A]`; illegal or refused actions (and padding rows) stay at `s`.
+      reward: float32 `[S, A]`, the reward of taking `a` at `s`.
+      terminal: bool `[S, A]`, taking `a` at `s` ends the episode (terminated).
+      legal: bool `[S, A]`, the rules accept `a` at `s` (all False on padding rows).
+      valid: bool `[S]`, `s` is a real position of this problem (not padding).
+      observation: int32 `[S, L]`, the observation at each position at turn 0.
+      env_steps: int32 `[]`, environment steps spent building it (valid positions x A).
+    """
+
+    next_position: jax.Array
+    reward: jax.Array
+    terminal: jax.Array
+    legal: jax.Array
+    valid: jax.Array
+    observation: jax.Array
+    env_steps: jax.Array
+
+
+@struct.dataclass
+class Values:
+    """Exact values over the turns left (batched values carry a leading `[B]`).
+
+    Attributes:
+      v: float32 `[T + 1, S]`, `v[t, s]` the value of position `s` with `t` turns left; `v[0] = 0`.
+      q: float32 `[T + 1, S, A]`, `q[t, s, a]` the value of taking `a` there; `q[0] = 0`.
+    """
+
+    v: jax.Array
+    q: jax.Array
+
+
+def build_graph(env: Environment, problem: Any) -> Graph:
+    """The complete graph of `problem`'s positions, stepped with `env.step` at every action.
+
+    `problem` is one (unbatched) problem pytree; `jax.vmap(build_graph, in_axes=(None, 0))`
+    builds many. Costs `S * A` environment steps (only valid positions are counted in
+    `env_steps`, the label work a budget ledger charges).
+    """
+    positions = jnp.arange(env.num_positions, dtype=jnp.int32)
+    return graph_over_positions(env, problem, positions, jnp.ones(positions.shape, bool), lambda index: index)
+
+
+def graph_over_positions(env: Environment, problem: Any, positions: jax.Array, keep: jax.Array,
+                         row_of: Callable[[jax.Array], jax.Array]) -> Graph:
+    """The graph restricted to the rows `positions` (int32 `[K]` position indices), `keep` bool `[K]`.
+
+    Row k is position `positions[k]`, valid when `keep[k]` and the environment says so;
+    `row_of` maps a position index (int32, any shape) to its row, so the rows must hold every
+    position a legal action can reach. `build_graph` is the case `positions = arange(S)`.
+    """
+    states, valid = jax.vmap(lambda s: env.position(problem, s))(positions)
+    valid = valid & keep
+    actions = jnp.arange(env.num_actions, dtype=jnp.int32)
+    step_all = jax.vmap(jax.vmap(env.step, in_axes=(None, 0)), in_axes=(0, None))
+    stepped = step_all(states, actions)  # every leaf [K, A, ...]
+    moved = row_of(jax.vmap(jax.vmap(env.position_index))(stepped))
+    here = jnp.arange(positions.shape[0], dtype=jnp.int32)[:, None]
+    legal = states.legal_action_mask & valid[:, None]
+    accepted = legal & ~stepped.rejected
+    return Graph(
+        next_position=jnp.where(accepted, moved, here).astype(jnp.int32),
+        reward=jnp.where(accepted, stepped.reward, 0.0).astype(jnp.float32),
+        terminal=accepted & stepped.terminated,
+        legal=legal,
+        valid=valid,
+        observation=states.observation,
+        env_steps=(jnp.sum(valid) * env.num_actions).astype(jnp.int32),
+    )
+
+
+def start_position(env: Environment, problem: Any) -> jax.Array:
+    """int32 `[]`: the position index of the start of an episode on `problem`."""
+    return env.position_index(env.init_problem(problem))
+
+
+def uniform_policy(graph: Graph) -> jax.Array:
+    """float32 `[..., S, A]`: the uniform policy over legal actions (the reference policy).
+
+    Equal to `action_probabilities(uniform_policy_fn(...), legal)` (uniform over all actions
+    where none is legal), computed without the softmax.
+    """
+    count = jnp.sum(graph.legal, axis=-1, keepdims=True)
+    fallback = 1.0 / graph.legal.shape[-1]
+    return jnp.where(count > 0, graph.legal / jnp.maximum(count, 1), fallback).astype(jnp.float32)
+
+
+def _backup(graph: Graph, v_next: jax.Array) -> jax.Array:
+    """float32 `[..., S, A]`: Q with one more turn left, given `v_next` `[..., S]` for one turn fewer."""
+    continuation = jnp.where(graph.terminal, 0.0, jnp.take(v_next, graph.next_position, axis=-1))
+    return graph.reward + continuation
+
+
+def _induct(turn_fn, graph: Graph, xs, *, horizon: int) -> jax.Array:
+    """float32 `[T + 1, S]`: `v[0] = 0`, then `v[t] = turn_fn(Q[t], x[t])` for t = 1..horizon.
+
+    Only V is carried and stacked; Q is rebuilt afterwards from V in one gather (`_all_q`),
+    which is cheaper than stacking `[S, A]` rows inside the loop.
+    """
+    def body(v_prev, x):
+        v = turn_fn(_backup(graph, v_prev), v_prev, x)
+        return v, v
+
+    zero = jnp.zeros(graph.valid.shape, jnp.float32)
+    _, v = jax.lax.scan(body, zero, xs, length=horizon)
+    return jnp.concatenate([zero[None], v])
+
+
+def _all_q(graph: Graph, v: jax.Array) -> jax.Array:
+    """float32 `[T + 1, S, A]`: Q at every turns left from `v [T + 1, S]` (row 0 is 0)."""
+    q = jax.vmap(lambda v_prev: _backup(graph, v_prev))(v[:-1])
+    return jnp.concatenate([jnp.zeros((1,) + graph.legal.shape, jnp.float32), q])
+
+
+def _check_horizon(horizon: int) -> int:
+    if not isinstance(horizon, int) or isinstance(horizon, bool) or horizon < 0:
+        raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
+    return horizon
+
+
+def _policy_rows(graph: Graph, policy_probs: jax.Array, *, horizon: int):
+    """`(xs, per_turn)`: what the induction scans over for `policy_probs` `[S, A]` or `[T + 1, S, A]`."""
+    S, A = graph.legal.shape
+    if policy_probs.shape == (S, A):
+        return None, False
+    if policy_probs.shape != (horizon + 1, S, A):
+        raise ValueError(f"policy_probs must have shape {(S, A)} or {(horizon + 1, S, A)}, got {policy_probs.shape}")
+    return policy_probs[1:], True
+
+
+def _policy_v(graph: Graph, policy_probs: jax.Array, *, horizon: int) -> jax.Array:
+    """float32 `[T + 1, S]`: V of a policy (see `evaluate_policy`)."""
+    xs, per_turn = _policy_rows(graph, policy_probs, horizon=horizon)
+    if per_turn:
+        return _induct(lambda q, v_prev, probs: jnp.sum(probs * q, axis=-1), graph, xs, horizon=horizon)
+    # One policy for every turn: fold it into the edges once, V[t] = expected reward + W . V[t-1].
+    expected_reward = jnp.sum(policy_probs * graph.reward, axis=-1)
+    weight = jnp.where(graph.terminal, 0.0, policy_probs)
+
+    def body(v_prev, _):
+        v = expected_reward + jnp.sum(weight * jnp.take(v_prev, graph.next_position, axis=-1), axis=-1)
+        return v, v
+
+    zero = jnp.zeros(graph.valid.shape, jnp.float32)
+    _, v = jax.lax.scan(body, zero, None, length=horizon)
+    return jnp.concatenate([zero[None], v])
+
+
+def _optimal_v(graph: Graph, *, horizon: int) -> jax.Array:
+    """float32 `[T + 1, S]`: `V*` (see `optimal_values`)."""
+    any_legal = graph.legal.any(axis=-1)
+
+    def turn(q, v_prev, _):
+        best = jnp.max(jnp.where(graph.legal, q, -jnp.inf), axis=-1)
+        return jnp.where(any_legal, best, v_prev)
+
+    return _induct(turn, graph, None, horizon=horizon)
+
+
+def evaluate_policy(graph: Graph, policy_probs: jax.Array, *, horizon: int) -> Values:
+    """Exact values of a policy by backward induction over `horizon` turns left.
+
+    `policy_probs` is float32 `[S, A]` (the same at every turn) or `[T + 1, S, A]` (row `t` is
+    used with `t` turns left; row 0 is ignored), with `T = horizon`. Probabilities should be 0
+    on illegal actions (`jaxcredit.policy_fn.action_probabilities`); mass on an illegal action
+    is a refusal and is valued as one. Returns `Values` with `v [T + 1, S]`, `q [T + 1, S, A]`.
+    """
+    v = _policy_v(graph, policy_probs, horizon=_check_horizon(horizon))
+    return Values(v=v, q=_all_q(graph, v))
+
+
+def optimal_values(graph: Graph, *, horizon: int) -> Values:
+    """`V*` and `Q*` over `horizon` turns left: the best legal action at every position and turn.
+
+    A position with no legal action can only refuse, so its value is its own with one turn fewer.
+    Returns `Values` with `v [T + 1, S]`, `q [T + 1, S, A]`.
+    """
+    v = _optimal_v(graph, horizon=_check_horizon(horizon))
+    return Values(v=v, q=_all_q(graph, v))
+
+
+def greedy_policy(graph: Graph, values: Values) -> jax.Array:
+    """float32 `[T + 1, S, A]`: all mass on the first legal action of highest `values.q`."""
+    masked = jnp.where(graph.legal, values.q, -jnp.inf)
+    best = jnp.argmax(masked, axis=-1)
+    return jax.nn.one_hot(best, graph.legal.shape[-1], dtype=jnp.float32)
+
+
+def reachable(graph: Graph, *, horizon: int) -> jax.Array:
+    """bool `[T + 1, S]`: success (a step earning a positive reward) is possible within `t` turns.
+
+    Only legal actions count; row 0 is all False.
+    """
+    horizon = _check_horizon(horizon)
+    succeeds = graph.legal & (graph.reward > 0)
+    leads_on = graph.legal & ~graph.terminal
+
+    def turn(r_prev, _):
+        r = jnp.any(succeeds | (leads_on & r_prev[graph.next_position]), axis=-1)
+        return r, r
+
+    _, r = jax.lax.scan(turn, jnp.zeros(graph.valid.shape, bool), None, length=horizon)
+    return jnp.concatenate([jnp.zeros((1,) + graph.valid.shape, bool), r])
+
+
+def observation_shows_turns(env: Environment) -> bool:
+    """Host: whether the observation changes with the turn (then a network sees the turns left).
+
+    Uses `env.observation_shows_turns` when the environment declares it; otherwise compares the
+    observations of a sampled problem's start position at every turn.
+    """
+    declared = getattr(env, "observation_shows_turns", None)
+    if declared is not None:
+        return bool(declared)
+    with jax.ensure_compile_time_eval():
+        problem = env.sample_problem(jax.random.key(0))
+        turns = jnp.arange(env.max_turns, dtype=jnp.int32)
+        observations = jax.vmap(lambda t: env.position(problem, 0, turn=t)[0].observation)(turns)
+        observations = np.asarray(observations)
+    return bool((observations != observations[:1]).any())
+
+
+def network_policy_probs(env: Environment, problem: Any, graph: Graph, policy_fn: PolicyFn, params: Any,
+                         *, horizon: int) -> jax.Array:
+    """float32 `[T + 1, S, A]`: a network's action probabilities at every position and turns left.
+
+    One batched `policy_fn` call over all positions; when the observation shows the turns left
+    (`observation_shows_turns(env)`), over all positions at every turn, the observation with
+    `t` turns left rebuilt as `env.position(problem, s, turn=env.max_turns - t)` (clipped to
+    `[0, max_turns]`). Illegal actions get probability 0.
+    """
+    horizon = _check_horizon(horizon)
+    S, A = graph.legal.shape
+    if not observation_shows_turns(env):
+        logits = policy_fn(params, graph.observation, graph.legal)
+        return jnp.broadcast_to(action_probabilities(logits, graph.legal), (horizon + 1, S, A))
+    turns_left = jnp.arange(horizon + 1, dtype=jnp.int32)
+    turn = jnp.clip(env.max_turns - turns_left, 0, env.max_turns)
+    positions = jnp.arange(S, dtype=jnp.int32)
+
+    def observe(t):
+        return jax.vmap(lambda s: env.position(problem, s, turn=t)[0].observation)(positions)
+
+    observations = jax.vmap(observe)(turn)  # [T + 1, S, L]
+    legal = jnp.broadcast_to(graph.legal, (horizon + 1, S, A))
+    return action_probabilities(policy_fn(params, observations, legal), legal)
+
+
+@functools.partial(jax.jit, static_argnames=("env", "policy", "horizon"))
+def solve(env: Environment, problem: Any, *, policy: str = "uniform", horizon: int | None = None) -> Values:
+    """Build `problem`'s graph and return its exact values under `policy` ('uniform' or 'optimal').
+
+    `horizon` defaults to `env.max_turns`. Jitted (`env`, `policy`, `horizon` static).
+    """
+    horizon = env.max_turns if horizon is None else horizon
+    return solve_graph(build_graph(env, problem), policy=policy, horizon=horizon)
+
+
+def solve_graph(graph: Graph, *, policy: str, horizon: int) -> Values:
+    """Exact values of an already built graph under `policy` ('uniform' or 'optimal')."""
+    if policy == "uniform":
+        return evaluate_policy(graph, uniform_policy(graph), horizon=horizon)
+    if policy == "optimal":
+        return optimal_values(graph, horizon=horizon)
+    raise ValueError(f"unknown policy {policy!r}; choices: {', '.join(POLICIES)}")
