@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 
 from jaxcredit.env import Environment
+from jaxcredit.envs.arithmetic import Arithmetic
+from jaxcredit.envs.arithmetic_reference import ArithmeticReference
 from jaxcredit.envs.mad import MadSelectiveCopy
 from jaxcredit.envs.mad_reference import MadReference
 
-ENVIRONMENTS: dict[str, type[Environment]] = {"mad": MadSelectiveCopy}
-REFERENCES: dict[str, type] = {"mad": MadReference}
+ENVIRONMENTS: dict[str, type[Environment]] = {"mad": MadSelectiveCopy, "arithmetic": Arithmetic}
+REFERENCES: dict[str, type] = {"mad": MadReference, "arithmetic": ArithmeticReference}
 
 
 def _lookup(table: dict, name: str):

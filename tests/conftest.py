@@ -15,6 +15,16 @@ def mad_reference(mad):
     return make_reference(mad)
 
 
+@pytest.fixture(scope="session")
+def arithmetic():
+    return make("arithmetic")
+
+
+@pytest.fixture(scope="session")
+def arithmetic_reference(arithmetic):
+    return make_reference(arithmetic)
+
+
 # ----- policy, rollouts, branches (credit branch) -----
 
 @pytest.fixture(scope="session")

@@ -6,16 +6,17 @@ import json
 import os
 import time
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcredit.benchmarks import SUITES, MadNumpy
+from jaxcredit.benchmarks import ENV_BENCHES, SUITES, MadNumpy
 from jaxcredit.benchmarks import envs as bench_envs
 from jaxcredit.benchmarks.common import print_table, time_interleaved
 from jaxcredit.cli import main
 from jaxcredit.conformance import random_actions
-from jaxcredit.envs import BLANK, MadReference, make
+from jaxcredit.envs import BLANK, MadReference
 
 _FIELDS = ("observation", "legal_action_mask", "reward", "terminated", "truncated", "rejected", "turn")
 
@@ -69,7 +70,8 @@ def test_numpy_bad_tapes():
         MadNumpy(length=17)
 
 
-def test_random_legal_action_hand_computed_and_three_sides_agree():
+@pytest.mark.parametrize("num_actions", [17, 53])  # the broadcast and the log-step prefix sums
+def test_random_legal_action_hand_computed_and_three_sides_agree(num_actions):
     mask = np.array([[0, 1, 0, 1, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1], [1, 0, 0, 0, 0]], bool)
     u = np.array([0.5, 0.99, 0.0, 0.75], np.float32)
     want = [3, 4, 4, 0]  # k = floor(u * num_legal) = 1, 4, 0, 0 -> the k-th legal action
@@ -78,8 +80,8 @@ def test_random_legal_action_hand_computed_and_three_sides_agree():
     assert [bench_envs.random_legal_action_python(None, m.tolist(), float(x)) for m, x in zip(mask, u)] == want
 
     rng = np.random.default_rng(0)
-    mask = rng.random((500, 17)) < rng.random((500, 1))
-    mask[:, 16] = True
+    mask = rng.random((500, num_actions)) < rng.random((500, 1))
+    mask[:, num_actions - 1] = True
     u = (rng.integers(0, 2**16, 500) / 2**16).astype(np.float32)
     from_numpy = bench_envs.random_legal_action_numpy(None, mask, u)
     from_jax = np.asarray(bench_envs.random_legal_action_jax(None, jnp.asarray(mask), jnp.asarray(u)))
@@ -88,15 +90,18 @@ def test_random_legal_action_hand_computed_and_three_sides_agree():
     assert mask[np.arange(500), from_numpy].all()
 
 
-def test_three_rollouts_take_the_same_episodes():
-    env = make("mad")
+@pytest.mark.parametrize("name", [spec.name for spec in ENV_BENCHES])
+def test_three_rollouts_take_the_same_episodes(name):
+    spec = next(spec for spec in ENV_BENCHES if spec.name == name)
+    env = spec.make_env()
     problems, uniforms = bench_envs.draw_inputs(env, 96, seed=3)
     assert uniforms.shape == (env.max_turns, 96) and uniforms.dtype == np.float32
     assert np.all(uniforms * 2**16 == np.floor(uniforms * 2**16))  # on the exact grid
     jax_state, jax_returns = bench_envs.jax_rollout(env)(problems, uniforms)
-    numpy_batch, numpy_returns = bench_envs.numpy_rollout(MadNumpy(), problems, uniforms)
+    numpy_batch, numpy_returns = bench_envs.numpy_rollout(spec.numpy_cls(), problems, uniforms)
+    episodes = [jax.tree_util.tree_map(lambda x, i=i: x[i], problems) for i in range(96)]
     python_returns, python_turns, python_observations = bench_envs.python_rollout(
-        MadReference(), list(problems), uniforms.T.tolist())
+        spec.reference_cls(), episodes, uniforms.T.tolist())
     assert np.asarray(jax_returns).tolist() == numpy_returns.tolist() == python_returns
     assert np.asarray(jax_state.turn).tolist() == numpy_batch.turn.tolist() == python_turns
     assert np.asarray(jax_state.observation).tolist() == numpy_batch.observation.tolist() == python_observations
@@ -112,13 +117,16 @@ def test_bench_envs_json_through_the_cli(capsys):
     result = json.loads(out)  # exactly one object: json.loads rejects trailing data
     assert result["suite"] == "envs" and result["sizes"] == [32, 64]
     rates, ratios = result["steps_per_second"], result["ratios"]
-    assert set(ratios) == {f"mad:jax_vs_{side}@{size}" for side in ("numpy", "python") for size in (32, 64)}
-    for size in (32, 64):
-        for side in ("numpy", "python"):
-            assert ratios[f"mad:jax_vs_{side}@{size}"] == pytest.approx(
-                rates[f"mad:jax@{size}"] / rates[f"mad:{side}@{size}"])
-    assert all(rate > 0 for rate in rates.values()) and len(rates) == 6
-    assert result["python_episodes"] == {"mad@32": 32, "mad@64": 64}
+    names = ("mad", "arithmetic")
+    assert set(ratios) == {f"{name}:jax_vs_{side}@{size}" for name in names for side in ("numpy", "python")
+                           for size in (32, 64)}
+    for name in names:
+        for size in (32, 64):
+            for side in ("numpy", "python"):
+                assert ratios[f"{name}:jax_vs_{side}@{size}"] == pytest.approx(
+                    rates[f"{name}:jax@{size}"] / rates[f"{name}:{side}@{size}"])
+    assert all(rate > 0 for rate in rates.values()) and len(rates) == 12
+    assert result["python_episodes"] == {f"{name}@{size}": size for name in names for size in (32, 64)}
     assert result["machine"]["cores"] == os.cpu_count() and result["machine"]["devices"]
     assert "jax/numpy" in err and "mad" in err  # the human table went to stderr
 

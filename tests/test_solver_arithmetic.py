@@ -120,7 +120,7 @@ def test_cli_arithmetic_hand_checked(capsys):
     # 5, after which FINAL of that slot is 1 of 2 legal moves (FINAL, UNDO): V = 2/7 * 1/2.
     result = _solve_json(capsys, "--numbers", "2", "3", "--target", "5", "--turns", "2")
     assert result["value"] == pytest.approx(1 / 7, rel=1e-6) and len(result["actions"]) == 7
-    assert {a["action"] for a in result["actions"][:2]} == {"COMBINE(0, +, 1)", "COMBINE(1, +, 0)"}
+    assert {a["action"] for a in result["actions"][:2]} == {"COMBINE 0 + 1", "COMBINE 1 + 0"}
     assert result["actions"][0]["q"] == pytest.approx(0.5, rel=1e-6)
     assert _solve_json(capsys, "--numbers", "2", "3", "--target", "5", "--turns", "1",
                        "--policy", "optimal")["value"] == 0.0

@@ -1,0 +1,459 @@
+"""Interactive arithmetic: combine numbers with `+ - * /` to reach a target, undo, submit.
+
+A problem (`ArithmeticProblem`) is `count` numbers (slots) and a target. `COMBINE(i, op, j)`
+replaces slot i by `value[i] op value[j]` and kills slot j (`-` only when the result is
+non-negative, `/` only when exact with a non-zero divisor); `UNDO` reverses the latest accepted
+combination; `FINAL(k)` submits slot k. A FINAL is correct when the value equals the target
+and, with `require_all_used` (default), slot k is the only live slot: reward 1, the episode
+ends. A wrong FINAL earns 0, uses a turn and the episode goes on.
+
+Action layout (A = 4C(C-1) + 1 + C; 53 for C = 4): ordered pairs `(i, j)`, `i != j`, are
+numbered `p = i * (C - 1) + (j if j < i else j - 1)`; `COMBINE(i, op, j)` is `4p + op` with op
+0 `+`, 1 `-`, 2 `*`, 3 `/`; `UNDO` is `4C(C-1)`; `FINAL(k)` is `4C(C-1) + 1 + k`. Legal: a
+COMBINE of two live slots obeying the rules above, UNDO after at least one accepted
+combination, FINAL of a live slot.
+
+Observation (L = 1 + D + C(1 + D) [+ 1] + 1 tokens): `TARGET` then the target's D decimal
+digits (most significant first, zero-padded), then per slot `LIVE` and its D digits or `DEAD`
+and D `BLANK`s, then (with `include_turns_left`) `TURNS_LEFT + turns left`, then `ACT`.
+Vocabulary: digits 0-9 are tokens 0-9, `BLANK` 10, `TARGET` 11, `LIVE` 12, `DEAD` 13, `ACT` 14,
+turns left t in `[0, max_turns]` is `15 + t` (vocabulary 15, or 16 + max_turns with turns left).
+D is the number of digits of the value bound `max(2, max_number) ** C`: every reachable value
+is at most that (`x + y <= x * y` once both are >= 2, `- /` never grow), and the configuration
+is refused unless the bound fits in int32, so values stay exact and never overflow.
+
+Positions: the path of accepted combinations (UNDO must know the history). At depth k (k
+combinations done) there are `r_k = 4 (C - k)(C - k - 1)` local choices: the rank of i among
+live slots, the rank of j among the other live slots, and op, as `(rank_i (C-k-1) + rank_j) 4 +
+op`. A path of depth d has index `offset_d + sum_k choice_k * prod(r_{k+1} .. r_{d-1})`, with
+`offset_d` the number of paths shorter than d. S = 1 + 48 + 48*24 + 48*24*8 = 10,417 for C = 4.
+Indices whose path breaks a rule for this problem are invalid. A wrong FINAL keeps the position.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxcredit.env import Environment, State, require_in_range, tree_select
+from jaxcredit.envs.problems import FAMILIES, INT32_LIMIT, OPS, ArithmeticProblem, apply_op, get_family
+
+BLANK, TARGET, LIVE, DEAD, ACT, TURNS_LEFT = 10, 11, 12, 13, 14, 15
+MAX_COUNT = 5
+NUM_CANDIDATES = 32  # sample_problem draws this many candidate problems and keeps the first accepted
+
+
+def _compiled(method):
+    """Jit a method once per configuration (`self` is static: a frozen, hashable dataclass). Under
+    an outer jit it is inlined; eager callers (the conformance check, the text protocol, `play`)
+    then dispatch one compiled computation instead of a hundred small ops."""
+    jitted = jax.jit(method, static_argnums=0)
+
+    @functools.wraps(method)
+    def call(self, *args):
+        return jitted(self, *args)
+
+    return call
+
+
+@struct.dataclass
+class ArithmeticState:
+    """The environment-specific state.
+
+    Attributes:
+      values: int32 `[C]`; a dead slot keeps the value it had when it died.
+      live: bool `[C]`.
+      depth: int32 `[]`, the number of accepted combinations not undone.
+      path: int32 `[C-1]`, the COMBINE action ids of those combinations (-1 past `depth`).
+      replaced: int32 `[C-1]`, the value slot i held before each of them (0 past `depth`).
+    """
+
+    values: jax.Array
+    live: jax.Array
+    depth: jax.Array
+    path: jax.Array
+    replaced: jax.Array
+
+
+@dataclasses.dataclass(frozen=True)
+class Arithmetic(Environment):
+    """Interactive arithmetic. See the module docstring for actions, observations, positions."""
+
+    count: int = 4
+    max_turns: int = 7
+    require_all_used: bool = True
+    include_turns_left: bool = False
+    family: str = "default"
+    max_number: int | None = None  # None: the family's largest number
+    name: str = "arithmetic"
+
+    def __post_init__(self):
+        owner = "arithmetic"
+        spec = get_family(self.family)
+        require_in_range(owner, "count", self.count, 2, MAX_COUNT)
+        require_in_range(owner, "max_turns", self.max_turns, self.count)  # C-1 combinations + FINAL
+        for field in ("require_all_used", "include_turns_left"):
+            if not isinstance(getattr(self, field), bool):
+                raise ValueError(f"{owner}.{field} must be True or False, got {getattr(self, field)!r}")
+        if self.max_number is not None:
+            require_in_range(owner, "max_number", self.max_number, spec.number_high)
+        if self.value_bound > INT32_LIMIT:
+            raise ValueError(f"{owner}: values can reach max(2, max_number)**count = {self.value_bound}, "
+                             f"past int32; lower count or max_number")
+
+    # ----- sizes -----
+    @property
+    def number_limit(self) -> int:
+        """The largest starting number a problem may hold."""
+        return FAMILIES[self.family].number_high if self.max_number is None else self.max_number
+
+    @property
+    def value_bound(self) -> int:
+        """No reachable value (nor a target) exceeds this."""
+        return max(2, self.number_limit) ** self.count
+
+    @property
+    def digits(self) -> int:
+        """D: decimal digits per value in the observation."""
+        return len(str(self.value_bound))
+
+    @property
+    def num_combine_actions(self) -> int:
+        return 4 * self.count * (self.count - 1)
+
+    @property
+    def undo_action(self) -> int:
+        return self.num_combine_actions
+
+    def final_action(self, slot: int) -> int:
+        """The action id of `FINAL(slot)`."""
+        return self.num_combine_actions + 1 + slot
+
+    def combine_action(self, i: int, op: int, j: int) -> int:
+        """The action id of `COMBINE(i, op, j)` (op indexes `+ - * /`)."""
+        return 4 * (i * (self.count - 1) + (j if j < i else j - 1)) + op
+
+    @property
+    def num_actions(self) -> int:
+        return self.num_combine_actions + 1 + self.count
+
+    @property
+    def observation_length(self) -> int:
+        return 1 + self.digits + self.count * (1 + self.digits) + int(self.include_turns_left) + 1
+
+    @property
+    def vocab_size(self) -> int:
+        return TURNS_LEFT + (self.max_turns + 1 if self.include_turns_left else 0)
+
+    @property
+    def _radices(self) -> list[int]:
+        return [4 * (self.count - k) * (self.count - k - 1) for k in range(self.count - 1)]
+
+    @property
+    def _offsets(self) -> list[int]:
+        """Index of the first path of each depth 0..C-1, then S."""
+        offsets, size = [0], 1
+        for radix in self._radices:
+            offsets.append(offsets[-1] + size)
+            size *= radix
+        return offsets + [offsets[-1] + size]
+
+    @property
+    def num_positions(self) -> int:
+        return self._offsets[-1]
+
+    def _strides(self) -> np.ndarray:
+        """int32 `[C, C-1]`: weight of choice k in a path of depth d (0 for k >= d)."""
+        radices = self._radices
+        strides = np.zeros((self.count, self.count - 1), np.int32)
+        for d in range(self.count):
+            for k in range(d):
+                strides[d, k] = math.prod(radices[k + 1:d])
+        return strides
+
+    def _decode(self, action):
+        """COMBINE action id -> `(i, j, op)` (ints or int arrays). Shifts and compares only:
+        an integer division would cut the batched step into separate XLA fusions."""
+        pair, op = action >> 2, action & 3
+        i = sum((pair >= (self.count - 1) * k) * 1 for k in range(1, self.count))
+        jj = pair - (self.count - 1) * i
+        return i, jj + (jj >= i) * 1, op
+
+    # ----- problems -----
+    def sample_problem(self, key: jax.Array) -> ArithmeticProblem:
+        """A problem of the configured family: numbers uniform in the family's range and the
+        value of a uniformly random legal combination path as the target, the first of
+        `NUM_CANDIDATES` candidates the family accepts (the first candidate if none is, which
+        is still solvable). Consumes `key`."""
+        spec = FAMILIES[self.family]
+        # one uniform draw feeds everything: C numbers, then one score per COMBINE per step
+        noise = jax.random.uniform(key, (NUM_CANDIDATES, self.count + (self.count - 1) * self.num_combine_actions))
+        span = spec.number_high - spec.number_low + 1
+        numbers = spec.number_low + jnp.minimum((noise[:, :self.count] * span).astype(jnp.int32), span - 1)
+        scores = noise[:, self.count:].reshape(NUM_CANDIDATES, self.count - 1, self.num_combine_actions)
+
+        def path_value(numbers, scores):
+            def combine_random(st, step_scores):
+                legal_scores = jnp.where(self._combine_mask(st), step_scores, -1.0)
+                return self._combine(st, jnp.argmax(legal_scores).astype(jnp.int32)), None
+
+            start = self._init(ArithmeticProblem(numbers=numbers, target=jnp.zeros((), jnp.int32)))
+            st, _ = jax.lax.scan(combine_random, start, scores)
+            return jnp.sum(jnp.where(st.live, st.values, 0))
+
+        targets = jax.vmap(path_value)(numbers, scores)
+        accepted = (targets >= spec.target_low) & (targets <= spec.target_high)
+        if spec.needs_multiplication:
+            accepted &= targets > numbers.sum(axis=1)
+        first = jnp.argmax(accepted)
+        return ArithmeticProblem(numbers=numbers[first].astype(jnp.int32), target=targets[first].astype(jnp.int32))
+
+    def check_problem(self, problem) -> None:
+        numbers, target = np.asarray(problem.numbers), np.asarray(problem.target)
+        if numbers.shape != (self.count,) or target.shape != ():
+            raise ValueError(f"arithmetic problem must have {self.count} numbers and one target, "
+                             f"got numbers of shape {numbers.shape} and target of shape {target.shape}")
+        for what, value in (("numbers", numbers), ("target", target)):
+            if not np.issubdtype(value.dtype, np.integer):
+                raise ValueError(f"arithmetic {what} must be integers, got dtype {value.dtype}")
+        if numbers.min() < 0 or numbers.max() > self.number_limit:
+            raise ValueError(f"arithmetic numbers must be in [0, {self.number_limit}] "
+                             f"(max_number), got {numbers.tolist()}")
+        if not 0 <= int(target) <= self.value_bound:
+            raise ValueError(f"arithmetic target must be in [0, {self.value_bound}], got {int(target)}")
+
+    def make_problem(self, numbers, target) -> ArithmeticProblem:
+        """Host: a validated problem from Python ints; raises `ValueError`."""
+        problem = ArithmeticProblem(numbers=np.asarray(numbers, np.int32).reshape(-1),
+                                    target=np.asarray(target, np.int32).reshape(()))
+        if len(problem.numbers) != self.count:
+            raise ValueError(f"arithmetic needs exactly {self.count} numbers (count), got {len(problem.numbers)}")
+        self.check_problem(problem)
+        return problem
+
+    # ----- dynamics -----
+    def _init(self, problem):
+        return ArithmeticState(
+            values=jnp.asarray(problem.numbers, jnp.int32),
+            live=jnp.ones((self.count,), bool),
+            depth=jnp.zeros((), jnp.int32),
+            path=jnp.full((self.count - 1,), -1, jnp.int32),
+            replaced=jnp.zeros((self.count - 1,), jnp.int32),
+        )
+
+    # The batched step is written for XLA on CPU: slots are read and written through one-hot
+    # masks (`jnp.where`) instead of gathers and scatters; the legal mask and the observation are
+    # each one elementwise expression over static per-action / per-token tables (no stacking or
+    # concatenation), which XLA fuses into one vectorized loop; integer division, which is not
+    # vectorized on CPU and splits fusions, is replaced by exact float32 division below 2**22.
+    @property
+    def _float_exact(self) -> bool:
+        """Values stay below 2**22, so float32 division and flooring are exact (see `_floor_div`)."""
+        return self.value_bound < 2**22
+
+    def _floor_div(self, a, b):
+        """int32 `a // b` for `0 <= a <= value_bound`, `b > 0`. Below 2**22 in float32: `a / b`
+        is at least `1 / (a + 1) > 2**-22` (relative) from the next integer, more than float32
+        rounding moves it, so the floor is exact; float division fuses where integer division does not."""
+        if self._float_exact:
+            return jnp.floor(a.astype(jnp.float32) / b.astype(jnp.float32)).astype(jnp.int32)
+        return a // b
+
+    def _apply(self, a, op, b):
+        """`a op b` (int32) and whether the rules allow it, elementwise; op ids index `+ - * /`."""
+        safe_b = jnp.where(b == 0, 1, b)
+        quotient = self._floor_div(a, safe_b)
+        result = jnp.where(op == 0, a + b, jnp.where(op == 1, a - b, jnp.where(op == 2, a * b, quotient)))
+        exact = (b != 0) & (quotient * safe_b == a)
+        return result, jnp.where(op == 1, a >= b, jnp.where(op == 3, exact, True))
+
+    @staticmethod
+    def _pick(array, one_hot):
+        """The entry of `array` `[n]` where the bool `one_hot` `[n]` is set (0 if none), unrolled
+        into elementwise ops (a reduction would be a separate XLA fusion)."""
+        return sum(jnp.where(one_hot[k], array[k], 0) for k in range(array.shape[0]))
+
+    def _slot(self, index):
+        """bool `[C]`: the one-hot mask of slot `index`."""
+        return jnp.arange(self.count) == index
+
+    def _combine(self, st, action):
+        i, j, op = self._decode(action)
+        slot_i, slot_j = self._slot(i), self._slot(j)
+        a = self._pick(st.values, slot_i)
+        result, _ = self._apply(a, op, self._pick(st.values, slot_j))
+        depth = jnp.arange(self.count - 1) == st.depth
+        return ArithmeticState(
+            values=jnp.where(slot_i, result, st.values), live=st.live & ~slot_j, depth=st.depth + 1,
+            path=jnp.where(depth, action, st.path), replaced=jnp.where(depth, a, st.replaced))
+
+    def _undo(self, st):
+        depth = jnp.arange(self.count - 1) == st.depth - 1
+        i, j, _ = self._decode(self._pick(st.path, depth))
+        return ArithmeticState(
+            values=jnp.where(self._slot(i), self._pick(st.replaced, depth), st.values),
+            live=st.live | self._slot(j), depth=st.depth - 1,
+            path=jnp.where(depth, -1, st.path), replaced=jnp.where(depth, 0, st.replaced))
+
+    @_compiled
+    def _step(self, problem, st, action):
+        is_combine = action < self.undo_action
+        is_undo = action == self.undo_action
+        moved = tree_select(is_combine, self._combine(st, jnp.where(is_combine, action, 0)),
+                            tree_select(is_undo, self._undo(st), st))
+        submitted = self._pick(st.values, self._slot(action - self.undo_action - 1))
+        all_used = sum(st.live[k] * 1 for k in range(self.count)) == 1 if self.require_all_used else True
+        correct = (action > self.undo_action) & (submitted == problem.target) & all_used
+        return moved, correct.astype(jnp.float32), correct
+
+    def _action_tables(self) -> dict[str, np.ndarray]:
+        """Static `[A]` tables: each action's slots i and j, and its kind (0 `+` or `*`, 1 `-`,
+        2 `/`, 3 UNDO, 4 FINAL). FINAL(k) has i = j = k; UNDO has i = j = 0."""
+        i, j, op = (np.asarray(x) for x in self._decode(np.arange(self.num_combine_actions)))
+        kind = np.select([op == 1, op == 3], [1, 2], 0)
+        finals = np.arange(self.count)
+        return {"i": np.concatenate([i, [0], finals]), "j": np.concatenate([j, [0], finals]),
+                "kind": np.concatenate([kind, [3], np.full(self.count, 4)])}
+
+    @_compiled
+    def _legal_action_mask(self, problem, st):
+        tables = self._action_tables()
+        at_i = [tables["i"] == c for c in range(self.count)]
+        at_j = [tables["j"] == c for c in range(self.count)]
+        a = sum(jnp.where(at_i[c], st.values[c], 0) for c in range(self.count))
+        b = sum(jnp.where(at_j[c], st.values[c], 0) for c in range(self.count))
+        live_i = sum(jnp.where(at_i[c], st.live[c], False) for c in range(self.count)) > 0
+        live_j = sum(jnp.where(at_j[c], st.live[c], False) for c in range(self.count)) > 0
+        kind = tables["kind"]
+        _, exact = self._apply(a, 3, b)
+        combine = live_i & live_j & jnp.where(kind == 1, a >= b, jnp.where(kind == 2, exact, True))
+        return jnp.where(kind == 3, st.depth > 0, jnp.where(kind == 4, live_i, combine))
+
+    def _combine_mask(self, st):
+        """bool `[4C(C-1)]`: which COMBINE actions are legal."""
+        return self._legal_action_mask(None, st)[:self.num_combine_actions]
+
+    def _token_tables(self) -> dict[str, np.ndarray]:
+        """Static `[L]` tables of the observation layout: each token's kind (0 a constant, 1 a
+        target digit, 2 a slot flag, 3 a slot digit, 4 turns left), slot, power of ten, constant."""
+        kind, slot, power, constant = [0], [0], [1], [TARGET]
+        for p in range(self.digits - 1, -1, -1):
+            kind, slot, power, constant = kind + [1], slot + [0], power + [10**p], constant + [0]
+        for c in range(self.count):
+            kind, slot, power, constant = kind + [2], slot + [c], power + [1], constant + [0]
+            for p in range(self.digits - 1, -1, -1):
+                kind, slot, power, constant = kind + [3], slot + [c], power + [10**p], constant + [0]
+        if self.include_turns_left:
+            kind, slot, power, constant = kind + [4], slot + [0], power + [1], constant + [0]
+        kind, slot, power, constant = kind + [0], slot + [0], power + [1], constant + [ACT]
+        return {name: np.asarray(x) for name, x in
+                (("kind", kind), ("slot", slot), ("power", power), ("constant", constant))}
+
+    @_compiled
+    def _observe(self, problem, st, turn):
+        tables = self._token_tables()
+        kind, power = tables["kind"], tables["power"]
+        at = [tables["slot"] == c for c in range(self.count)]
+        value = jnp.where(kind == 1, problem.target, sum(jnp.where(at[c], st.values[c], 0) for c in range(self.count)))
+        alive = sum(jnp.where(at[c], st.live[c], False) for c in range(self.count)) > 0
+        high = self._floor_div(value, jnp.asarray(power * 10, jnp.int32))
+        digit = self._floor_div(value, jnp.asarray(power, jnp.int32)) - 10 * high
+        turns_left = TURNS_LEFT + jnp.clip(self.max_turns - turn, 0, self.max_turns)
+        token = jnp.where(kind == 2, jnp.where(alive, LIVE, DEAD), jnp.where(kind == 3, jnp.where(alive, digit, BLANK),
+                          jnp.where(kind == 4, turns_left, tables["constant"])))
+        return jnp.where(kind == 1, digit, token).astype(jnp.int32)
+
+    # ----- positions -----
+    def _choice_tables(self) -> tuple[np.ndarray, np.ndarray]:
+        """Static tables indexed by the live-slot bitmask `sum_s live[s] 2**s`: int32
+        `[2**C, 4C(C-1)]` local choice -> COMBINE action, and COMBINE action -> local choice."""
+        to_action = np.zeros((2**self.count, self.num_combine_actions), np.int32)
+        to_choice = np.zeros((2**self.count, self.num_combine_actions), np.int32)
+        for code in range(2**self.count):
+            live = [s for s in range(self.count) if code >> s & 1]
+            for rank_i, i in enumerate(live):
+                others = [s for s in live if s != i]
+                for rank_j, j in enumerate(others):
+                    for op in range(4):
+                        choice = (rank_i * len(others) + rank_j) * 4 + op
+                        action = self.combine_action(i, op, j)
+                        to_action[code, choice], to_choice[code, action] = action, choice
+        return to_action, to_choice
+
+    def _live_code(self, live):
+        return jnp.sum(live.astype(jnp.int32) << jnp.arange(self.count))
+
+    @_compiled
+    def _position(self, problem, index):
+        offsets = jnp.asarray(self._offsets, jnp.int32)
+        valid = (index >= 0) & (index < self.num_positions)
+        index = jnp.clip(index, 0, self.num_positions - 1)
+        depth = jnp.sum(index >= offsets[1:-1]).astype(jnp.int32)
+        local = index - offsets[depth]
+        strides = jnp.asarray(self._strides())[depth]
+        to_action = jnp.asarray(self._choice_tables()[0])
+        st = self._init(problem)
+        for k, radix in enumerate(self._radices):
+            choice = (local // jnp.maximum(strides[k], 1)) % radix
+            action = to_action[self._live_code(st.live), choice]
+            i, j, op = self._decode(action)
+            _, allowed = self._apply(self._pick(st.values, self._slot(i)), op, self._pick(st.values, self._slot(j)))
+            active = k < depth
+            valid &= ~active | allowed
+            st = tree_select(active, self._combine(st, action), st)
+        return st, valid
+
+    @_compiled
+    def _position_index(self, problem, st):
+        st = jax.tree_util.tree_map(jnp.asarray, st)
+        to_choice = jnp.asarray(self._choice_tables()[1])
+        actions = jnp.maximum(st.path, 0)
+        _, dying, _ = self._decode(actions)
+        strides = jnp.asarray(self._strides())[st.depth]
+        index, live = jnp.asarray(self._offsets, jnp.int32)[st.depth], st.live
+        for k in reversed(range(self.count - 1)):  # revive the slots killed from depth k on
+            active = k < st.depth
+            live = jnp.where(active, live.at[dying[k]].set(True), live)
+            index += jnp.where(active, to_choice[self._live_code(live), actions[k]] * strides[k], 0)
+        return index.astype(jnp.int32)
+
+    # ----- host helpers -----
+    def action_name(self, action: int) -> str:
+        """`COMBINE i op j` (slots), `UNDO` or `FINAL k` (slot); the first word is the action type."""
+        action = int(action)
+        if 0 <= action < self.undo_action:
+            i, j, op = (int(x) for x in self._decode(action))
+            return f"COMBINE {i} {OPS[op]} {j}"
+        if action == self.undo_action:
+            return "UNDO"
+        if self.undo_action < action < self.num_actions:
+            return f"FINAL {action - self.undo_action - 1}"
+        return f"invalid action {action}"
+
+    def history(self, state: State) -> list[tuple[int, str, int, int]]:
+        """Host: the accepted combinations not undone, as `(a, op, b, result)` values."""
+        st = jax.tree_util.tree_map(np.asarray, state.env_state)
+        steps = []
+        for k in range(int(st.depth)):
+            i, j, op = (int(x) for x in self._decode(int(st.path[k])))
+            a, b = int(st.replaced[k]), int(st.values[j])
+            steps.append((a, OPS[op], b, apply_op(a, op, b)))
+        return steps
+
+    def render(self, state: State) -> str:
+        st = jax.tree_util.tree_map(np.asarray, state.env_state)
+        slots = [f"{int(v)}" if alive else "_" for v, alive in zip(st.values.tolist(), st.live.tolist())]
+        history = "; ".join(f"{a} {op} {b} = {c}" for a, op, b, c in self.history(state)) or "none"
+        status = "terminated" if bool(state.terminated) else "truncated" if bool(state.truncated) else "live"
+        return (
+            f"target {int(state.problem.target)}  slots [{' '.join(slots)}]  history: {history}\n"
+            f"turn {int(state.turn)}/{self.max_turns}  reward {float(state.reward):g}  "
+            f"{status}{'  (last action refused)' if bool(state.rejected) else ''}"
+        )
+

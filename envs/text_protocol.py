@@ -1,0 +1,231 @@
+"""Text protocols for language-model agents: a prompt for a state, and a strict, linear-time parser.
+
+`text_protocol(env)` returns the protocol of an environment (`ArithmeticText` or `MadText`):
+`render_prompt(state)` shows the position in words, `parse(text, state)` turns one reply into an
+action id or a `Refusal` with a reason, and `step(state, text)` plays a reply. A refusal is
+played by stepping an out-of-range action, so the shared refusal rule applies: a turn is used,
+nothing else changes, `rejected` is set. Everything here is host-side, on one unbatched state.
+
+Arithmetic grammar (whitespace is space, tab, CR, LF; optional between parts and around the
+reply; keywords and tags are case-sensitive; numbers are 1-10 ASCII digits):
+`<ACT>COMBINE a op b = c</ACT>` | `<ACT>UNDO</ACT>` | `<FINAL>n</FINAL>`, op one of `OP_SPELLINGS`.
+MAD grammar: `select N` | `unselect N` | `submit` (lowercase, whitespace between the word and N).
+The parsers are hand-written single-pass scanners that stop at the first surplus part, so their
+time is linear in the text and they never raise.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from jaxcredit.env import Environment, State
+from jaxcredit.envs.arithmetic import Arithmetic
+from jaxcredit.envs.mad import BLANK, MadSelectiveCopy
+from jaxcredit.envs.problems import OPS, apply_op
+
+WHITESPACE = " \t\r\n"
+OP_SPELLINGS = {"+": 0, "-": 1, "\u2212": 1, "*": 2, "x": 2, "\u00d7": 2, "/": 3, "\u00f7": 3}
+MAX_DIGITS = 10
+_MAX_PARTS = 6
+_MAX_WORD = 16
+
+
+class Refusal(NamedTuple):
+    """A reply the protocol refuses; `reason` says why in one line."""
+
+    reason: str
+
+
+def _is_digit(c: str) -> bool:
+    return "0" <= c <= "9"
+
+
+def _scan(body: str, *, word_chars: tuple[str, str]) -> list[tuple[str, object]] | Refusal:
+    """Split `body` into at most `_MAX_PARTS` parts: ("num", int), ("word", str), ("op", id), ("eq", None)."""
+    parts: list[tuple[str, object]] = []
+    pos, end = 0, len(body)
+    low, high = word_chars
+    while pos < end:
+        c = body[pos]
+        if c in WHITESPACE:
+            pos += 1
+            continue
+        if len(parts) == _MAX_PARTS:
+            return Refusal("malformed: too many parts in the command")
+        start = pos
+        if _is_digit(c):
+            while pos < end and _is_digit(body[pos]) and pos - start <= MAX_DIGITS:
+                pos += 1
+            if pos - start > MAX_DIGITS:
+                return Refusal(f"malformed: a number has more than {MAX_DIGITS} digits")
+            parts.append(("num", int(body[start:pos])))
+        elif low <= c <= high:
+            while pos < end and low <= body[pos] <= high and pos - start <= _MAX_WORD:
+                pos += 1
+            if pos - start > _MAX_WORD:
+                return Refusal("malformed: unknown command")
+            parts.append(("word", body[start:pos]))
+        elif c in OP_SPELLINGS and word_chars == ("A", "Z"):
+            parts.append(("op", OP_SPELLINGS[c]))
+            pos += 1
+        elif c == "=" and word_chars == ("A", "Z"):
+            parts.append(("eq", None))
+            pos += 1
+        else:
+            return Refusal(f"malformed: unexpected character {c!r}")
+    return parts
+
+
+def _host(state: State):
+    return jax.tree_util.tree_map(np.asarray, state)
+
+
+class ArithmeticText:
+    """The text protocol of `Arithmetic` (see the module docstring for the grammar)."""
+
+    def __init__(self, env: Arithmetic):
+        self.env = env
+
+    def render_prompt(self, state: State) -> str:
+        """The prompt for one unbatched state: rules, target, numbers, turns left, history."""
+        env, host = self.env, _host(state)
+        st = host.env_state
+        numbers = " ".join(str(v) for v, alive in zip(st.values.tolist(), st.live.tolist()) if alive)
+        history = "; ".join(f"{a} {op} {b} = {c}" for a, op, b, c in env.history(state)) or "none"
+        use = "Use every number exactly once. " if env.require_all_used else ""
+        return (
+            "Reach the target by combining two available numbers at a time with + - * / "
+            "(the result replaces them; - must not go negative, / must be exact). "
+            f"{use}UNDO reverses the latest combination.\n"
+            f"Target: {int(host.problem.target)}\n"
+            f"Numbers available: {numbers}\n"
+            f"Turns left: {env.max_turns - int(host.turn)}\n"
+            f"History: {history}\n"
+            "Reply with exactly one of: <ACT>COMBINE a op b = c</ACT>, <ACT>UNDO</ACT>, <FINAL>n</FINAL>"
+        )
+
+    def parse(self, text: str, state: State) -> int | Refusal:
+        """One reply -> an action id legal in `state`, or a `Refusal` with its reason. Never raises."""
+        if not isinstance(text, str):
+            return Refusal("malformed: the reply is not text")
+        text = text.strip(WHITESPACE)
+        if text.startswith("<ACT>") and text.endswith("</ACT>") and len(text) >= 11:
+            parts, is_final = _scan(text[5:-6], word_chars=("A", "Z")), False
+        elif text.startswith("<FINAL>") and text.endswith("</FINAL>") and len(text) >= 15:
+            parts, is_final = _scan(text[7:-8], word_chars=("A", "Z")), True
+        else:
+            return Refusal("malformed: reply with exactly one <ACT>...</ACT> or <FINAL>n</FINAL>")
+        if isinstance(parts, Refusal):
+            return parts
+        kinds = [kind for kind, _ in parts]
+        host = _host(state)
+        if bool(host.terminated | host.truncated):
+            return Refusal("the episode has ended")
+        st = host.env_state
+        if is_final:
+            if kinds != ["num"]:
+                return Refusal("malformed: expected <FINAL>n</FINAL> with one number n")
+            slot = self._slot(st, parts[0][1])
+            return Refusal(f"{parts[0][1]} is not an available number") if slot is None else self.env.final_action(slot)
+        if kinds and kinds[0] == "word" and parts[0][1] not in ("COMBINE", "UNDO"):
+            if parts[0][1] == "FINAL":
+                return Refusal("malformed: FINAL goes in <FINAL>n</FINAL>, not in <ACT>")
+            return Refusal(f"malformed: unknown command {parts[0][1]!r}; use COMBINE or UNDO")
+        if kinds == ["word"] and parts[0][1] == "UNDO":
+            return self.env.undo_action if int(st.depth) > 0 else Refusal("nothing to undo")
+        if kinds != ["word", "num", "op", "num", "eq", "num"] or parts[0][1] != "COMBINE":
+            return Refusal("malformed: expected <ACT>COMBINE a op b = c</ACT> or <ACT>UNDO</ACT>")
+        (_, a), (_, op), (_, b), (_, c) = parts[1], parts[2], parts[3], parts[5]
+        i = self._slot(st, a)
+        if i is None:
+            return Refusal(f"{a} is not an available number")
+        j = self._slot(st, b, skip=i)
+        if j is None:
+            return Refusal(f"{b} is not an available number" + (" a second time" if a == b else ""))
+        result = apply_op(a, op, b)
+        if result is None:
+            why = {1: "is negative", 3: "is not exact" if b else "divides by zero"}[op]
+            return Refusal(f"{a} {OPS[op]} {b} {why}")
+        if result != c:
+            return Refusal(f"wrong result: {a} {OPS[op]} {b} = {result}, not {c}")
+        return self.env.combine_action(i, op, j)
+
+    @staticmethod
+    def _slot(st, value: int, skip: int | None = None) -> int | None:
+        for slot, (v, alive) in enumerate(zip(st.values.tolist(), st.live.tolist())):
+            if alive and v == value and slot != skip:
+                return slot
+        return None
+
+    def step(self, state: State, text: str) -> tuple[State, int | Refusal]:
+        """Parse `text` and play it: the action, or an out-of-range action for a refusal."""
+        return _play(self.env, self, state, text)
+
+
+class MadText:
+    """The text protocol of `MadSelectiveCopy`: `select N`, `unselect N`, `submit`."""
+
+    def __init__(self, env: MadSelectiveCopy):
+        self.env = env
+
+    def render_prompt(self, state: State) -> str:
+        """The prompt for one unbatched state: rules, tape, selection, turns left."""
+        env, host = self.env, _host(state)
+        cells = " ".join(f"{k}:{'_' if t == BLANK else f't{t:02d}'}" for k, t in enumerate(host.problem.tolist()))
+        selected = ", ".join(str(k) for k, sel in enumerate(host.env_state.tolist()) if sel) or "none"
+        return (
+            "Select exactly the cells that hold a token (not the blanks _), then submit.\n"
+            f"Tape: {cells}\n"
+            f"Selected: {selected}\n"
+            f"Turns left: {env.max_turns - int(host.turn)}\n"
+            "Reply with exactly one of: select N, unselect N, submit"
+        )
+
+    def parse(self, text: str, state: State) -> int | Refusal:
+        """One reply -> an action id legal in `state`, or a `Refusal` with its reason. Never raises."""
+        if not isinstance(text, str):
+            return Refusal("malformed: the reply is not text")
+        stripped = text.strip(WHITESPACE)
+        parts = _scan(stripped, word_chars=("a", "z"))
+        if isinstance(parts, Refusal):
+            return parts
+        kinds = [kind for kind, _ in parts]
+        is_submit = kinds == ["word"] and parts[0][1] == "submit"
+        if not is_submit and (kinds != ["word", "num"] or parts[0][1] not in ("select", "unselect")):
+            return Refusal("malformed: expected select N, unselect N or submit")
+        if not is_submit and stripped[len(parts[0][1])] not in WHITESPACE:
+            return Refusal("malformed: put a space between the command and the cell number")
+        host = _host(state)
+        if bool(host.terminated | host.truncated):
+            return Refusal("the episode has ended")
+        if is_submit:
+            return self.env.submit_action
+        word, cell = parts[0][1], parts[1][1]
+        if cell >= self.env.length:
+            return Refusal(f"no cell {cell}; cells are 0..{self.env.length - 1}")
+        selected = bool(host.env_state[cell])
+        if word == "select":
+            return Refusal(f"cell {cell} is already selected") if selected else cell
+        return self.env.length + cell if selected else Refusal(f"cell {cell} is not selected")
+
+    def step(self, state: State, text: str) -> tuple[State, int | Refusal]:
+        """Parse `text` and play it: the action, or an out-of-range action for a refusal."""
+        return _play(self.env, self, state, text)
+
+
+def _play(env: Environment, protocol, state: State, text: str) -> tuple[State, int | Refusal]:
+    parsed = protocol.parse(text, state)
+    action = env.num_actions if isinstance(parsed, Refusal) else parsed  # out of range: refused
+    return env.step(state, action), parsed
+
+
+def text_protocol(env: Environment) -> ArithmeticText | MadText:
+    """The text protocol of `env`; raises `ValueError` for an environment without one."""
+    if isinstance(env, Arithmetic):
+        return ArithmeticText(env)
+    if isinstance(env, MadSelectiveCopy):
+        return MadText(env)
+    raise ValueError(f"environment {env.name!r} has no text protocol; choices: arithmetic, mad")
