@@ -412,15 +412,18 @@ class Arithmetic(Environment):
     @_compiled
     def _position_index(self, problem, st):
         st = jax.tree_util.tree_map(jnp.asarray, st)
-        to_choice = jnp.asarray(self._choice_tables()[1])
+        to_choice = jnp.asarray(self._choice_tables()[1].reshape(-1))
         actions = jnp.maximum(st.path, 0)
         _, dying, _ = self._decode(actions)
         strides = jnp.asarray(self._strides())[st.depth]
-        index, live = jnp.asarray(self._offsets, jnp.int32)[st.depth], st.live
-        for k in reversed(range(self.count - 1)):  # revive the slots killed from depth k on
+        index = jnp.asarray(self._offsets, jnp.int32)[st.depth]
+        # A running live-slot code and one flat table lookup per depth (no scatter): every slot
+        # is live before the first combination, and combination k kills slot dying[k].
+        code = jnp.int32(2**self.count - 1)
+        for k in range(self.count - 1):
             active = k < st.depth
-            live = jnp.where(active, live.at[dying[k]].set(True), live)
-            index += jnp.where(active, to_choice[self._live_code(live), actions[k]] * strides[k], 0)
+            index += jnp.where(active, to_choice[code * self.num_combine_actions + actions[k]] * strides[k], 0)
+            code = code - jnp.where(active, jnp.left_shift(jnp.int32(1), dying[k]), 0)
         return index.astype(jnp.int32)
 
     # ----- host helpers -----
