@@ -41,7 +41,8 @@ def classify_actions(credit: np.ndarray, value: np.ndarray, live: np.ndarray, su
     credit = np.asarray(credit, np.float64)
     live = np.asarray(live, bool)
     success = np.asarray(success, bool)
-    if credit.shape != live.shape or np.shape(value) != credit.shape or credit.ndim != 2 or success.shape != credit.shape[:1]:
+    shapes_ok = credit.shape == live.shape == np.shape(value) and credit.ndim == 2
+    if not shapes_ok or success.shape != credit.shape[:1]:
         raise ValueError(f"classify_actions needs credit, value and live [B, T] and success [B], got "
                          f"{credit.shape}, {np.shape(value)}, {live.shape}, {success.shape}")
     if relative_threshold < 0 or absolute_threshold < 0:

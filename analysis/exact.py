@@ -67,7 +67,9 @@ def exact_step_values(env: Environment, trajectory: Trajectory, *, reference: st
     v, q, refused = [], [], []
     for start in range(0, batch, chunk):
         index = np.arange(start, start + chunk) % batch  # the last chunk repeats the first episodes
-        take = lambda x: x[index]  # noqa: E731
+        def take(x, index=index):
+            return x[index]
+
         out = _chunk_values(env, policy_fn, params, jax.tree_util.tree_map(take, problems),
                             take(trajectory.turns_left), take(trajectory.position), reference=reference)
         keep = min(chunk, batch - start)
