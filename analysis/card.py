@@ -17,8 +17,9 @@ FIELDS = ("unit_and_estimand", "effective_state", "intervention_provenance", "do
 TITLES = {"unit_and_estimand": "Unit and estimand", "effective_state": "Effective state",
           "intervention_provenance": "Intervention provenance", "downstream_protocol": "Downstream protocol",
           "support_and_uncertainty": "Support and uncertainty", "optimization_interface": "Optimization interface"}
-_OBSERVED_STATE = ("the position (for MAD the tape and selection, for arithmetic the live numbers); "
-                   "the turns left enter the values but not the network's observation")
+_OBSERVED_STATE = ("the full environment state: the position (MAD: tape and selection; arithmetic: the live "
+                   "numbers and history) and the turns left, which the values depend on even where the "
+                   "network's observation does not show them")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -75,6 +75,8 @@ def class_summary(classes: np.ndarray, action_type: np.ndarray, type_names: tupl
 
     out = tally(live)
     mass = float(np.abs(credit)[live].sum()) if credit is not None else 0.0
+    if credit is not None:
+        out["mean_credit"] = float(np.asarray(credit)[live].mean()) if live.any() else 0.0
     out["by_type"] = {}
     for i, name in enumerate(type_names):
         mask = live & (action_type == i)
@@ -100,5 +102,5 @@ def format_class_table(summary: dict) -> str:
 
     for name, entry in summary["by_type"].items():
         lines.append(row(name, entry))
-    lines.append(row("**all**", {**summary, "mean_credit": summary.get("mean_credit", 0.0)}))
+    lines.append(row("**all**", summary))
     return "\n".join(lines) + "\n"
