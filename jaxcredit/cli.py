@@ -212,14 +212,20 @@ def _parse_int(option: str, text: str, *, low: int | None = None) -> int:
     return value
 
 
-def _solve_problem(args):
-    """The environment and the problem named on the command line."""
+def _solve_problem(args, env_config: dict | None = None):
+    """The environment and the problem named on the command line; `env_config` (from a policy
+    checkpoint) fixes the environment's configuration, and the problem must fit it."""
     from jaxcredit.envs import make
 
     if args.env == "mad":
         if args.tape is None or args.numbers is not None or args.target is not None:
             raise CommandError('solve mad takes --tape "_ t04 _ _ t09 _ _ _" (and no --numbers/--target)')
         cells = args.tape.split()
+        if env_config is not None:
+            env = make("mad", **env_config)
+            if len(cells) != env.length:
+                raise CommandError(f"--tape has {len(cells)} cells but the checkpoint's mad has length {env.length}")
+            return env, env.parse_tape(args.tape)
         if not 1 <= len(cells) <= 16:
             raise CommandError(f"--tape must have 1 to 16 cells, got {len(cells)}")
         env = make("mad", length=len(cells), max_useful=min(4, len(cells)))
@@ -229,11 +235,34 @@ def _solve_problem(args):
             raise CommandError("solve arithmetic takes --numbers N [N ...] --target N (and no --tape)")
         numbers = [_parse_int("--numbers", x) for x in args.numbers]
         target = _parse_int("--target", args.target)
+        if env_config is not None:
+            env = make("arithmetic", **env_config)
+            if len(numbers) != env.count:
+                raise CommandError(f"--numbers has {len(numbers)} numbers but the checkpoint's arithmetic "
+                                   f"has count {env.count}")
+            return env, env.make_problem(numbers, target)
         env = make("arithmetic", count=len(numbers))
         if numbers and max(numbers) > env.number_limit:  # larger numbers than the default family's
             env = make("arithmetic", count=len(numbers), max_number=max(numbers))
         return env, env.make_problem(numbers, target)
     raise CommandError(f"unknown environment {args.env!r}; choices: arithmetic, mad")
+
+
+def _load_checkpoint(path: str, env_name: str):
+    """`(policy_fn, params, env_config)` of a policy checkpoint for environment `env_name`."""
+    from jaxcredit.checkpoint import load_policy
+
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"--policy: no checkpoint directory {path!r} (or use uniform, optimal)")
+    try:
+        policy_fn, params, info = load_policy(path)
+    except (ValueError, FileNotFoundError):
+        raise
+    except Exception as error:  # a damaged checkpoint: still one line, never a traceback
+        raise CommandError(f"--policy: cannot load checkpoint {path!r}: {type(error).__name__}: {error}") from None
+    if info.get("env_name") != env_name:
+        raise CommandError(f"--policy: checkpoint {path!r} was trained on {info.get('env_name')!r}, not {env_name!r}")
+    return policy_fn, params, dict(info.get("env_config") or {})
 
 
 def _normalise_action(text: str) -> str:
@@ -261,29 +290,19 @@ def _replay(env, state, text: str | None):
     return state
 
 
-def _solve_values(env, problem, state, *, policy: str, turns_left: int):
-    """float32 `[T + 1, S]`, `[T + 1, S, A]`: exact values under `policy` with `turns_left` turns left."""
+def _solve_values(env, problem, state, *, policy: str, loaded, turns_left: int):
+    """float32 `[T + 1, S]`, `[T + 1, S, A]`: exact values under `policy` (uniform, optimal, or
+    the `loaded` checkpoint's network) with `turns_left` turns left."""
     import dataclasses
 
     import jax
 
     from jaxcredit import solver
 
-    if policy in solver.POLICIES:
+    if loaded is None:
         values = solver.solve(env, problem, policy=policy, horizon=turns_left)
         return values.v, values.q
-    if not os.path.isdir(policy):
-        raise FileNotFoundError(f"--policy: no checkpoint directory {policy!r} (or use uniform, optimal)")
-    try:
-        from jaxcredit.checkpoint import load_policy
-    except ImportError:
-        raise CommandError(f"--policy: cannot load checkpoint {policy!r}: no checkpoint loader in this build") from None
-    try:
-        policy_fn, params, _info = load_policy(policy)
-    except (ValueError, FileNotFoundError, CommandError):
-        raise
-    except Exception as error:  # a damaged checkpoint: still one line, never a traceback
-        raise CommandError(f"--policy: cannot load checkpoint {policy!r}: {type(error).__name__}: {error}") from error
+    policy_fn, params, _ = loaded
     if turns_left > 0:  # the network sees this position with exactly `turns_left` turns left
         env = dataclasses.replace(env, max_turns=int(state.turn) + turns_left)
 
@@ -298,11 +317,14 @@ def _solve_values(env, problem, state, *, policy: str, turns_left: int):
 
 
 def _cmd_solve(args) -> None:
-    env, problem = _solve_problem(args)
+    from jaxcredit.solver import POLICIES
+
+    loaded = None if args.policy in POLICIES else _load_checkpoint(args.policy, args.env)
+    env, problem = _solve_problem(args, None if loaded is None else loaded[2])
     state = _replay(env, env.init_problem(problem), args.actions)
     remaining = env.max_turns - int(state.turn)
     turns_left = remaining if args.turns is None else _parse_int("--turns", args.turns, low=0)
-    v, q = _solve_values(env, problem, state, policy=args.policy, turns_left=turns_left)
+    v, q = _solve_values(env, problem, state, policy=args.policy, loaded=loaded, turns_left=turns_left)
     position = int(env.position_index(state))
     value = float(v[turns_left, position])
     q = [float(x) for x in q[turns_left, position]]

@@ -157,3 +157,19 @@ def test_summary_and_policies_written(tmp_path):
     np.testing.assert_allclose(
         summary["seeds"][0]["final_success"],
         [r["success_greedy"] for r in rows if r["eval_index"] == 2 and r["seed_index"] == 0][0])
+
+
+def test_solve_with_a_trained_policy_checkpoint(tmp_path, capsys):
+    out = tmp_path / "run"
+    run_training(tiny(), str(out), progress=False)
+    policy = str(out / "policies" / "seed-0")
+    assert main(["solve", "mad", "--tape", "_ t01 t00", "--policy", policy, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    qs = [a["q"] for a in result["actions"]]
+    assert len(qs) == 4  # select 0, 1, 2 and submit
+    assert qs == sorted(qs, reverse=True) and 0.0 <= result["value"] <= 1.0
+    assert min(qs) - 1e-6 <= result["value"] <= max(qs) + 1e-6  # V is a mixture of the Qs
+    assert main(["solve", "mad", "--tape", "_ t01 t00 _", "--policy", policy]) == 2
+    assert "checkpoint's mad has length 3" in capsys.readouterr().err
+    assert main(["solve", "arithmetic", "--numbers", "1", "2", "--target", "3", "--policy", policy]) == 2
+    assert "was trained on 'mad'" in capsys.readouterr().err
