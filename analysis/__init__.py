@@ -1,1 +1,72 @@
-"""jaxcredit.analysis."""
+"""jaxcredit.analysis: label reliability audits, action classes, paired comparisons, CA-ID cards,
+plots and reports. Reads run directories (plain JSON) and checkpoints; never imports the trainer."""
+
+from jaxcredit.analysis.audit import (
+    credit_from_q,
+    mc_error_by_k,
+    run_audit,
+    sign_agreement,
+    split_half_correlation,
+)
+from jaxcredit.analysis.card import CAIDCard, card_for_audit, card_for_config, cards_for_sweep, cards_markdown
+from jaxcredit.analysis.classes import (
+    ABSOLUTE_THRESHOLD,
+    CLASSES,
+    RELATIVE_THRESHOLD,
+    class_summary,
+    classify_actions,
+    format_class_table,
+)
+from jaxcredit.analysis.compare import (
+    MEASURES,
+    compare_arms,
+    compare_sweep,
+    format_comparison_table,
+    learning_curve,
+    paired_comparison,
+)
+from jaxcredit.analysis.exact import REFERENCES, action_types, exact_credit, exact_step_values
+from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
+from jaxcredit.analysis.report import audit_markdown_summary, markdown_links, write_audit, write_report
+from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
+
+__all__ = [
+    "ABSOLUTE_THRESHOLD",
+    "CAIDCard",
+    "CLASSES",
+    "MEASURES",
+    "REFERENCES",
+    "RELATIVE_THRESHOLD",
+    "action_types",
+    "audit_markdown_summary",
+    "card_for_audit",
+    "card_for_config",
+    "cards_for_sweep",
+    "cards_markdown",
+    "class_summary",
+    "classify_actions",
+    "compare_arms",
+    "compare_sweep",
+    "credit_from_q",
+    "exact_credit",
+    "exact_step_values",
+    "format_class_table",
+    "format_comparison_table",
+    "kind_of",
+    "learning_curve",
+    "markdown_links",
+    "mc_error_by_k",
+    "paired_comparison",
+    "plot_credit_by_type",
+    "plot_learning_curves",
+    "plot_mc_error",
+    "read_json",
+    "read_jsonl",
+    "run_audit",
+    "seed_measures",
+    "sign_agreement",
+    "split_half_correlation",
+    "sweep_cells",
+    "write_audit",
+    "write_report",
+]

@@ -134,11 +134,128 @@ def _cmd_sweep(args) -> None:
 
     spec = get_preset(args.preset)
     table = run_sweep(spec, args.out, resume=args.resume, num_seeds=args.seeds, progress=not args.no_progress)
+    from jaxcredit.analysis import write_report  # the sweep's report.md, tables, cards, plots
+
+    write_report(args.out)
     if args.json:
         _print_json(table)
     else:
         print(format_table(table))
-        print(f"sweep {spec.name}: run directories, sweep.json and table.md in {args.out}")
+        print(f"sweep {spec.name}: run directories, sweep.json, table.md and report.md in {args.out}")
+
+# ----- analysis: audit, report, compare --------------------------------------------------------
+def _audit_policy(args):
+    """`(env, policy_fn, params, description)` of the policy named on the command line."""
+    import jax
+
+    from jaxcredit.envs import make
+
+    if args.checkpoint is not None:
+        from jaxcredit.checkpoint import load_policy
+
+        if args.policy != "network":
+            raise CommandError("--checkpoint and --policy uniform exclude each other")
+        path = args.checkpoint
+        run_policy = os.path.join(path, "policies", f"seed-{args.seed_index}")
+        if not os.path.exists(os.path.join(path, "_CHECKPOINT_METADATA")) and os.path.isdir(run_policy):
+            path = run_policy  # a run directory: audit one seed's final policy
+        policy_fn, params, info = load_policy(path)
+        return make(info["env_name"], **info["env_config"]), policy_fn, params, f"checkpoint {path}"
+    try:
+        env_config = json.loads(args.env_config) if args.env_config else {}
+    except json.JSONDecodeError:
+        raise CommandError(f"--env-config must be a JSON object, got {args.env_config!r}") from None
+    if not isinstance(env_config, dict):
+        raise CommandError(f"--env-config must be a JSON object, got {args.env_config!r}")
+    env = make(args.env, **env_config)
+    if args.policy == "uniform":
+        from jaxcredit.policy_fn import uniform_policy_fn
+
+        return env, uniform_policy_fn, None, "uniform policy"
+    if args.policy != "network":
+        raise CommandError(f"--policy must be network or uniform, got {args.policy!r}")
+    from jaxcredit.policy import PolicyConfig, make_policy
+
+    init_fn, policy_fn, _ = make_policy(PolicyConfig(), env)
+    return env, policy_fn, init_fn(jax.random.key(args.seed)), f"untrained network (seed {args.seed})"
+
+
+def _cmd_audit(args) -> None:
+    import jax
+
+    from jaxcredit.analysis import audit_markdown_summary, run_audit, write_audit
+
+    env, policy_fn, params, description = _audit_policy(args)
+    audit = run_audit(env, policy_fn, params, jax.random.key(args.seed), num_states=args.states,
+                      num_continuations=args.continuations, chunk_states=args.chunk_states,
+                      progress=not args.no_progress)
+    audit["policy"] = description
+    if args.out:
+        audit["report"] = write_audit(args.out, audit)
+    if args.json:
+        _print_json(audit)
+    else:
+        print(f"audit of {description} on {env.name}")
+        print(audit_markdown_summary(audit))
+        if args.out:
+            print(f"audit.json, card and plots in {args.out}; report {audit['report']}")
+
+
+def _cmd_report(args) -> None:
+    from jaxcredit.analysis import write_report
+
+    path = write_report(args.path)
+    if args.json:
+        _print_json({"report": path})
+    else:
+        print(f"wrote {path}")
+
+
+def _cmd_compare(args) -> None:
+    from jaxcredit.analysis import compare_arms
+
+    result = compare_arms(args.sweep, args.arm, args.baseline, args.regime)
+    if args.json:
+        _print_json(result)
+        return
+    print(f"{args.arm} vs {args.baseline}, regime {args.regime}:")
+    for measure in ("final_success", "average_success"):
+        d = result[measure]
+        print(f"  {measure}: {d['arm_mean']:.3f} vs {d['baseline_mean']:.3f}, diff {d['mean_diff']:+.3f} "
+              f"[{d['low']:+.3f}, {d['high']:+.3f}] 95% CI, wins {d['arm_wins']}/{d['num_seeds']} "
+              f"(losses {d['baseline_wins']}, ties {d['ties']})")
+
+
+def _add_analysis_commands(commands) -> None:
+    audit = commands.add_parser("audit", help="label reliability audit of a policy's Monte Carlo action credit")
+    audit.add_argument("--checkpoint", help="policy checkpoint (or run directory: its policies/seed-I)")
+    audit.add_argument("--seed-index", type=int, default=0, help="which seed of a run directory (default 0)")
+    audit.add_argument("--env", default="mad", help="without --checkpoint: mad or arithmetic")
+    audit.add_argument("--env-config", help='without --checkpoint: JSON overrides, e.g. \'{"length": 5}\'')
+    audit.add_argument("--policy", default="network", help="without --checkpoint: network (untrained) or uniform")
+    audit.add_argument("--states", type=int, default=605, help="sampled states, one per episode (default 605)")
+    audit.add_argument("--continuations", type=int, default=64, help="K per action, two halves (default 64)")
+    audit.add_argument("--chunk-states", type=int, default=64, help="states per continuation call")
+    audit.add_argument("--seed", type=int, default=0, help="seed of problems, episodes and continuations")
+    audit.add_argument("--out", help="write audit.json, card, plots and report.md here")
+    audit.add_argument("--no-progress", action="store_true", help="no progress bar")
+    audit.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    audit.set_defaults(handler=_cmd_audit)
+
+    report = commands.add_parser("report", help="write report.md (tables, CA-ID cards, plots) for a sweep, run "
+                                                "or audit directory")
+    report.add_argument("path", help="sweep, run or audit directory")
+    report.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    report.set_defaults(handler=_cmd_report)
+
+    compare = commands.add_parser("compare", help="paired comparison of two arms of a sweep across seeds")
+    compare.add_argument("sweep", help="sweep directory")
+    compare.add_argument("--arm", required=True, help="the arm")
+    compare.add_argument("--baseline", default="outcome", help="the arm compared against (default outcome)")
+    compare.add_argument("--regime", default="attempts", help="attempts or steps (default attempts)")
+    compare.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    compare.set_defaults(handler=_cmd_compare)
+
 # ----- solve: exact values of one position ------------------------------------------------------
 def _parse_int(option: str, text: str, *, low: int | None = None) -> int:
     try:
@@ -328,6 +445,7 @@ def _build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--policy", default="uniform", help="uniform, optimal, or a checkpoint directory")
     solve.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     solve.set_defaults(handler=_cmd_solve)
+    _add_analysis_commands(commands)
     return parser
 
 

@@ -1,0 +1,219 @@
+"""Label reliability audits: how far Monte Carlo action credit can be trusted, against exact values.
+
+`run_audit` plays the policy's own episodes (one per problem), samples one live state from each,
+and estimates every legal action's credit `Q̂(s, a) − V̂(s)` (`V̂ = Σ_a π(a|s) Q̂(s, a)`) with
+K continuations per action, run as two independent halves of K/2 (two keys). It reports:
+
+- **sign agreement** of the largest-magnitude credit between the halves (`sign_agreement`: the
+  action one half rates most consequential, is its sign the same in the other half? 1 for
+  identical halves, about 0.5 for noise);
+- **split-half correlation** of the two halves' credits over every (state, legal action), and
+  its Spearman-Brown projection to the full K;
+- **Monte Carlo error against the exact values** as K grows (prefixes of the K returns), with
+  the error a Bernoulli return would give, `sqrt(mean q(1-q) / k)`;
+- **where the credit sits**: the share of the exact `|Δ|` mass of the episodes (and of the
+  Monte Carlo `|Δ̂|` of the sampled states' taken actions) on steps before the episode's final
+  action;
+- the **action classes** of the episodes' actions under the same policy (`classes.py`).
+
+Shape letters: N sampled states, A actions, K continuations, B episodes, T turns.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcredit.analysis.classes import (
+    ABSOLUTE_THRESHOLD,
+    RELATIVE_THRESHOLD,
+    class_summary,
+    classify_actions,
+)
+from jaxcredit.analysis.exact import action_types, exact_credit, exact_step_values
+from jaxcredit.env import Environment
+from jaxcredit.policy_fn import PolicyFn, action_probabilities
+from jaxcredit.rollout import branch_returns, rollout
+
+
+def sign_agreement(credit_a: np.ndarray, credit_b: np.ndarray, valid: np.ndarray) -> dict:
+    """Sign agreement of the largest-magnitude credit between two independent estimates.
+
+    `credit_a`, `credit_b` float `[N, A]`, `valid` bool `[N, A]`. For each state, the action with
+    the largest `|credit_a|` is looked up in `credit_b` and the signs compared, and the same with
+    the halves swapped; a state whose selecting half is all zero has no signal and is skipped, a
+    zero in the other half counts as disagreement. Returns `{"agreement", "num_compared"}`
+    (agreement NaN when nothing could be compared).
+    """
+    credit_a, credit_b, valid = np.asarray(credit_a), np.asarray(credit_b), np.asarray(valid, bool)
+    agree, compared = 0, 0
+    for chooser, other in ((credit_a, credit_b), (credit_b, credit_a)):
+        magnitude = np.where(valid, np.abs(chooser), -1.0)
+        top = np.argmax(magnitude, axis=1)
+        rows = np.arange(chooser.shape[0])
+        signal = magnitude[rows, top] > 0
+        agree += int((np.sign(chooser[rows, top]) == np.sign(other[rows, top]))[signal].sum())
+        compared += int(signal.sum())
+    return {"agreement": agree / compared if compared else float("nan"), "num_compared": compared // 2}
+
+
+def split_half_correlation(credit_a: np.ndarray, credit_b: np.ndarray, valid: np.ndarray) -> dict:
+    """Pearson correlation of two halves' credits over the valid entries, and its Spearman-Brown
+    projection `2r / (1 + r)` to the estimate from both halves together. NaN without variance."""
+    a = np.asarray(credit_a, np.float64)[np.asarray(valid, bool)]
+    b = np.asarray(credit_b, np.float64)[np.asarray(valid, bool)]
+    if a.size < 2 or a.std() == 0 or b.std() == 0:
+        return {"correlation": float("nan"), "spearman_brown": float("nan"), "num_pairs": int(a.size)}
+    r = float(np.corrcoef(a, b)[0, 1])
+    return {"correlation": r, "spearman_brown": 2 * r / (1 + r) if r > -1 else float("nan"), "num_pairs": int(a.size)}
+
+
+def credit_from_q(q: np.ndarray, probs: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """float `[N, A]`: `Q(s, a) − Σ_b π(b|s) Q(s, b)` on valid entries, 0 elsewhere."""
+    q = np.where(valid, q, 0.0)
+    return np.where(valid, q - np.sum(probs * q, axis=-1, keepdims=True), 0.0)
+
+
+def mc_error_by_k(returns: np.ndarray, exact_q: np.ndarray, probs: np.ndarray, valid: np.ndarray,
+                  ks: tuple[int, ...]) -> list[dict]:
+    """Per k: RMSE of `Q̂_k` (mean of the first k returns `[N, A, K]`) and of the credit
+    against the exact `Q` `[N, A]`, and the Bernoulli RMSE `sqrt(mean q(1-q) / k)`."""
+    exact_credit_ = credit_from_q(exact_q, probs, valid)
+    bernoulli = np.clip(exact_q, 0, 1) * (1 - np.clip(exact_q, 0, 1))
+    rows = []
+    for k in ks:
+        q_hat = returns[..., :k].mean(axis=-1)
+        credit_hat = credit_from_q(q_hat, probs, valid)
+        rows.append({
+            "k": int(k),
+            "rmse_q": float(np.sqrt(np.mean((q_hat - exact_q)[valid] ** 2))),
+            "rmse_credit": float(np.sqrt(np.mean((credit_hat - exact_credit_)[valid] ** 2))),
+            "bernoulli_rmse_q": float(np.sqrt(np.mean(bernoulli[valid]) / k)),
+        })
+    return rows
+
+
+def _share_before_final(magnitude: np.ndarray, before_final: np.ndarray, counted: np.ndarray) -> float:
+    total = float(magnitude[counted].sum())
+    return float(magnitude[counted & before_final].sum() / total) if total > 0 else float("nan")
+
+
+def _progress(total: int, enabled: bool):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="audit", unit=" states", file=sys.stderr, disable=not enabled,
+                dynamic_ncols=True)
+
+
+def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array, *, num_states: int = 605,
+              num_continuations: int = 64, chunk_states: int = 64, progress: bool = True,
+              relative_threshold: float = RELATIVE_THRESHOLD,
+              absolute_threshold: float = ABSOLUTE_THRESHOLD) -> dict:
+    """Audit the Monte Carlo action credit of `policy_fn` (with `params`) on `env`; consumes `key`.
+
+    Plays `num_states` episodes on fresh problems, samples one live state from each, and runs
+    `num_continuations` (K, even) continuations per legal action of each state in two halves,
+    `chunk_states` states per call (a tqdm bar on stderr counts them). Exact values come from the
+    solver under the same policy. Returns a JSON-able dict (see the module docstring; timings
+    in `seconds`, the continuation work in `env_steps`).
+    """
+    if num_states < 1 or chunk_states < 1:
+        raise ValueError(f"num_states and chunk_states must be >= 1, got {num_states}, {chunk_states}")
+    if num_continuations < 2 or num_continuations % 2:
+        raise ValueError(f"num_continuations must be even and >= 2 (two halves), got {num_continuations}")
+    seconds = {}
+    started = time.perf_counter()
+    problem_key, play_key, pick_key, half_a_key, half_b_key = jax.random.split(key, 5)
+    problems = jax.vmap(env.sample_problem)(jax.random.split(problem_key, num_states))
+    starts = jax.vmap(env.init_problem)(problems)
+    trajectory, play_counts = rollout(env, policy_fn, params, starts, play_key, num_turns=env.max_turns)
+    live = np.asarray(trajectory.live)
+    num_live = live.sum(axis=1)
+    picked = np.floor(np.asarray(jax.random.uniform(pick_key, (num_states,))) * num_live).astype(np.int64)
+    rows = np.arange(num_states)
+    seconds["episodes"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    values = exact_step_values(env, trajectory, reference="policy", policy_fn=policy_fn, params=params)
+    credit = exact_credit(trajectory, values)
+    seconds["exact"] = time.perf_counter() - started
+
+    started = time.perf_counter()
+    states = jax.tree_util.tree_map(lambda x: x[rows, picked], trajectory.states)
+    legal = np.asarray(states.legal_action_mask)
+    max_legal = int(legal.sum(axis=1).max())
+    logits = policy_fn(params, states.observation, states.legal_action_mask)
+    probs = np.asarray(action_probabilities(logits, states.legal_action_mask), np.float64)
+    half = num_continuations // 2
+    chunk = min(chunk_states, num_states)
+    returns_a, returns_b, valid, env_steps = [], [], [], 0
+    bar = _progress(num_states, progress)
+    for index, begin in enumerate(range(0, num_states, chunk)):
+        take = np.arange(begin, begin + chunk) % num_states
+        padding = jnp.asarray(np.arange(begin, begin + chunk) >= num_states)
+        chunk_states_ = jax.tree_util.tree_map(lambda x, take=take: x[take], states)
+        chunk_states_ = chunk_states_.replace(truncated=chunk_states_.truncated | padding)  # not run
+        keep = min(chunk, num_states - begin)
+        for key_, out in ((half_a_key, returns_a), (half_b_key, returns_b)):
+            result = branch_returns(env, policy_fn, params, chunk_states_, jax.random.fold_in(key_, index),
+                                    num_continuations=half, force_first_actions=True, max_legal_actions=max_legal)
+            out.append(np.asarray(result.returns)[:keep])
+            env_steps += int(result.counts.env_steps)
+        valid.append(np.asarray(result.valid)[:keep])
+        bar.update(keep)
+    bar.close()
+    returns_a, returns_b = np.concatenate(returns_a), np.concatenate(returns_b)
+    valid = np.concatenate(valid)
+    seconds["continuations"] = time.perf_counter() - started
+
+    exact_q = values["q"][rows, picked].astype(np.float64)
+    credit_a = credit_from_q(returns_a.mean(-1), probs, valid)
+    credit_b = credit_from_q(returns_b.mean(-1), probs, valid)
+    both = np.concatenate([returns_a, returns_b], axis=-1)
+    credit_full = credit_from_q(both.mean(-1), probs, valid)
+    exact_state_credit = credit_from_q(exact_q, probs, valid)
+    ks = tuple(k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if k <= num_continuations)
+    if ks[-1] != num_continuations:
+        ks = ks + (num_continuations,)
+
+    # Where the credit sits: steps before each episode's last live step vs the last one.
+    last = num_live - 1
+    before_final = np.arange(live.shape[1])[None, :] < last[:, None]
+    taken = np.asarray(trajectory.action)[rows, picked]
+    taken_mc = np.abs(credit_full[rows, taken])
+    success = np.asarray(trajectory.episode_return) > 0
+
+    names, type_of_action = action_types(env)
+    classes = classify_actions(credit, values["v"], live, success, relative_threshold=relative_threshold,
+                               absolute_threshold=absolute_threshold)
+    action_type = type_of_action[np.clip(np.asarray(trajectory.action), 0, env.num_actions - 1)]
+    seconds["total"] = sum(seconds.values())
+    return {
+        "env": env.name,
+        "env_config": {k: v for k, v in vars(env).items() if k != "name"},
+        "num_states": num_states,
+        "num_continuations": num_continuations,
+        "halves": [half, half],
+        "max_legal_actions": max_legal,
+        "num_state_actions": int(valid.sum()),
+        "episode_success": float(success.mean()),
+        "mean_episode_length": float(num_live.mean()),
+        "sign_agreement": sign_agreement(credit_a, credit_b, valid),
+        "sign_agreement_vs_exact": sign_agreement(exact_state_credit, credit_full, valid),
+        "split_half": split_half_correlation(credit_a, credit_b, valid),
+        "mc_error": mc_error_by_k(both, exact_q, probs, valid, ks),
+        "credit_before_final": {
+            "exact": _share_before_final(np.abs(credit), before_final, live),
+            "mc_sampled_states": _share_before_final(taken_mc, picked < last, np.ones(num_states, bool)),
+            "steps_before_final": float((before_final & live).sum() / live.sum()),
+        },
+        "classes": class_summary(classes, action_type, names, credit),
+        "thresholds": {"relative": relative_threshold, "absolute": absolute_threshold},
+        "env_steps": {"episodes": int(play_counts.env_steps), "continuations": env_steps},
+        "seconds": {k: round(v, 3) for k, v in seconds.items()},
+    }

@@ -1,0 +1,172 @@
+"""CA-ID cards: what a credit claim measures, filled from the actual configuration.
+
+A `CAIDCard` names, for one credit arm of a run or sweep, or for an audit: the **unit and
+estimand** (what gets credit, and which quantity estimates it), the **effective state** (what the
+credit conditions on), the **intervention provenance** (exact from the solver, continuations, or
+learned), the **downstream protocol** (which policy plays after the intervention, for how long,
+for which reward), **support and uncertainty** (continuations, seeds, intervals) and the
+**optimization interface** (how the credit enters the loss). Rendered as Markdown and JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+FIELDS = ("unit_and_estimand", "effective_state", "intervention_provenance", "downstream_protocol",
+          "support_and_uncertainty", "optimization_interface")
+TITLES = {"unit_and_estimand": "Unit and estimand", "effective_state": "Effective state",
+          "intervention_provenance": "Intervention provenance", "downstream_protocol": "Downstream protocol",
+          "support_and_uncertainty": "Support and uncertainty", "optimization_interface": "Optimization interface"}
+_OBSERVED_STATE = ("the full environment state: the position (MAD: tape and selection; arithmetic: the live "
+                   "numbers and history) and the turns left, which the values depend on even where the "
+                   "network's observation does not show them")
+
+
+@dataclasses.dataclass(frozen=True)
+class CAIDCard:
+    """One CA-ID card. `subject` names the claim (e.g. `sweep quick / arm mc`)."""
+
+    subject: str
+    unit_and_estimand: str
+    effective_state: str
+    intervention_provenance: str
+    downstream_protocol: str
+    support_and_uncertainty: str
+    optimization_interface: str
+
+    def to_dict(self) -> dict:
+        """JSON-able dict of the fields."""
+        return dataclasses.asdict(self)
+
+    def to_markdown(self, level: int = 3) -> str:
+        """A Markdown heading with the subject and one bullet per field."""
+        lines = [f"{'#' * level} CA-ID card: {self.subject}", ""]
+        lines += [f"- **{TITLES[name]}**: {getattr(self, name)}" for name in FIELDS]
+        return "\n".join(lines) + "\n"
+
+
+def _env_text(config: dict) -> str:
+    overrides = config.get("env_overrides") or {}
+    extra = ", ".join(f"{k}={v}" for k, v in sorted(dict(overrides).items()))
+    return f"{config.get('env', 'mad')}" + (f" ({extra})" if extra else " (default configuration)")
+
+
+def _credit_text(config: dict) -> tuple[str, str, str, str]:
+    """(estimand, effective state, provenance, downstream) of a training config's credit arm."""
+    credit = config.get("credit", "outcome")
+    group = config.get("attempts_per_problem", 4)
+    if credit == "outcome":
+        baseline = config.get("outcome_baseline", "grpo")
+        return (f"every action of an episode gets its episode return, group-normalised ({baseline} over the "
+                f"{group} attempts of the same problem)",
+                "none: one value per episode, compared within the group of attempts on one problem",
+                "none (observed outcomes of the main attempts; no intervention)",
+                "the main attempts themselves under the current policy, to the end of the episode; reward: "
+                "the environment's success reward")
+    if credit == "mc":
+        k = config.get("mc_continuations", 4)
+        variant = config.get("mc_variant", "td")
+        formula = "r_t + V̂(s_{t+1}) − V̂(s_t)" if variant == "td" else "Q̂(s_t, a_t) − V̂(s_t), V̂ = Σ π Q̂"
+        return (f"per action: {formula}, estimating Q^π(s_t, a_t) − V^π(s_t) of the current policy",
+                _OBSERVED_STATE, f"continuation (K={k} per state{', per action' if variant == 'q' else ''})",
+                "continuations under the current policy from the branched state to the episode's end "
+                "(at most max_turns); reward: the environment's success reward")
+    if credit == "exact":
+        return ("per action: Q^π(s_t, a_t) − V^π(s_t) of the current policy", _OBSERVED_STATE,
+                "exact, solver over complete graph (every position, the current network at each)",
+                "the current policy in expectation over the complete graph, for the turns left; reward: the "
+                "environment's success reward")
+    if credit == "solver":
+        policy = config.get("solver_policy", "uniform")
+        weight = config.get("solver_weight", 1.0)
+        added = " plus the outcome advantage" if config.get("solver_add_outcome") else ""
+        return (f"per action: {weight} × (Q^μ − V^μ){added}, μ = the {policy} policy (fixed, not the learner)",
+                _OBSERVED_STATE, f"exact under fixed reference/optimal policy ({policy}), solver over complete graph",
+                f"the fixed {policy} policy in expectation, for the turns left; reward: the environment's "
+                "success reward")
+    if credit == "anchor":
+        weight = config.get("anchor_weight", 1.0)
+        return (f"per action: the GRPO episode advantage + {weight} × the return-to-go normalised among the group's "
+                "steps taken in the same position (GiGPO)",
+                "identical positions (anchor states) within the group of attempts on one problem",
+                "none (observed returns-to-go of the main attempts grouped by anchor state)",
+                "the main attempts under the current policy, to the end of the episode")
+    if credit == "critic":
+        states = config.get("critic_label_states", 32)
+        k = config.get("critic_continuations", 4)
+        return ("per action: r_t + V_φ(s_{t+1}) − V_φ(s_t), V_φ the network's value head",
+                "the network's observation (what the value head reads)",
+                f"learned value (trained on continuation labels: {states} states × K={k} per iteration)",
+                "continuations under the current policy for the value head's labels, to the episode's end")
+    raise ValueError(f"unknown credit arm {credit!r}")
+
+
+def _interface(config: dict) -> str:
+    clip = config.get("clip_epsilon", 0.0)
+    epochs = config.get("ppo_epochs", 1)
+    loss = (f"PPO-clipped (ε={clip}, {epochs} epoch(s))" if clip else "policy gradient (REINFORCE-style)")
+    text = (f"the per-action advantage multiplies the action's log-probability in a {loss} loss, masked to live "
+            f"steps; entropy bonus {config.get('entropy_coef', 0.0)}, Adam lr {config.get('learning_rate')}, "
+            f"gradient norm clip {config.get('max_grad_norm')}")
+    if config.get("credit") == "critic":
+        text += f"; plus the value head's squared error × {config.get('critic_coef', 1.0)}"
+    return text
+
+
+def card_for_config(config: dict, *, subject: str, regimes: dict | None = None) -> CAIDCard:
+    """The card of one training configuration (a run's `config.json`, or a sweep's base + arm).
+
+    `regimes` (`{regime: budget}`) describes a sweep's budgets; a run's own budget is used otherwise.
+    """
+    estimand, state, provenance, downstream = _credit_text(config)
+    seeds = config.get("num_seeds")
+    if regimes:
+        budget = "; ".join(f"{r}: {b:,} {'main attempts' if r == 'attempts' else 'total env steps'}"
+                           for r, b in regimes.items())
+    else:
+        budget = f"{config.get('budget', 0):,} {config.get('budget_counter', 'main_episodes')}"
+    support = (f"{seeds} paired seed(s) (shared initial parameters and problem streams); {config.get('num_evals')} "
+               f"evaluations on {config.get('eval_problems')} fixed problems; paired differences with 95% "
+               f"percentile-bootstrap intervals over seeds; budget {budget}")
+    return CAIDCard(subject=subject, unit_and_estimand=f"unit: one action (step) in {_env_text(config)}; "
+                    f"estimand: {estimand}", effective_state=state, intervention_provenance=provenance,
+                    downstream_protocol=downstream, support_and_uncertainty=support,
+                    optimization_interface=_interface(config))
+
+
+def cards_for_sweep(spec: dict) -> list[CAIDCard]:
+    """One card per arm of a sweep (its `sweep_spec.json` as a dict)."""
+    cards = []
+    for arm, fields in spec.get("arms", {}).items():
+        config = {**spec.get("base", {}), **fields}
+        if spec.get("num_seeds") is not None:
+            config["num_seeds"] = spec["num_seeds"]
+        cards.append(card_for_config(config, subject=f"sweep {spec.get('name', '?')} / arm {arm}",
+                                     regimes=spec.get("budgets")))
+    return cards
+
+
+def card_for_audit(audit: dict, *, policy: str) -> CAIDCard:
+    """The card of an audit (the dict `run_audit` returns); `policy` describes the audited policy."""
+    env = {"env": audit["env"], "env_overrides": audit.get("env_config", {})}
+    k, n = audit["num_continuations"], audit["num_states"]
+    return CAIDCard(
+        subject=f"audit of {policy} on {audit['env']}",
+        unit_and_estimand=f"unit: one legal action in a sampled state of {_env_text(env)}; estimand: "
+                          "Q^π(s, a) − V^π(s) of the audited policy π (V̂ = Σ π Q̂)",
+        effective_state=_OBSERVED_STATE,
+        intervention_provenance=f"continuation (K={k} per action, two independent halves of {k // 2}) compared "
+                                "with exact, solver over complete graph under the same policy",
+        downstream_protocol="the audited policy plays from the forced action to the episode's end (at most "
+                            "max_turns); reward: the environment's success reward",
+        support_and_uncertainty=f"{n} states, one per episode of the policy's own play on fresh problems; "
+                                f"{audit['num_state_actions']} (state, action) pairs; split halves for sign agreement "
+                                "and correlation; Monte Carlo error against exact values for k = "
+                                + ", ".join(str(r["k"]) for r in audit["mc_error"]),
+        optimization_interface="none: an audit measures labels and does not train",
+    )
+
+
+def cards_markdown(cards: list[CAIDCard]) -> str:
+    """All cards as one Markdown document."""
+    return "\n".join(card.to_markdown() for card in cards)

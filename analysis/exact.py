@@ -1,0 +1,101 @@
+"""Exact values at every step of recorded episodes, under a chosen policy, from the solver.
+
+`exact_step_values` builds each episode's complete graph (`jaxcredit.solver.build_graph`), solves
+it under the reference policy (`"policy"`: the given network or `PolicyFn`, at every position;
+`"uniform"`; `"optimal"`) and gathers, for every step `t`, `V(s_t)`, `Q(s_t, ·)` and the value of
+a refusal. `exact_credit` turns them into the counterfactual credit of the action actually taken,
+`Δ_t = Q(s_t, a_t) − V(s_t)`. Problems are solved in fixed-size chunks (one compile), so a
+large environment's graphs (arithmetic: ~25 MB each) never all sit in memory at once.
+
+Shape letters: B episodes, T turns, A actions, C problems per chunk.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcredit.env import Environment
+from jaxcredit.policy_fn import PolicyFn, uniform_policy_fn
+from jaxcredit.rollout import Trajectory
+from jaxcredit.solver import build_graph, evaluate_policy, network_policy_probs, solve_graph
+
+REFERENCES = ("policy", "uniform", "optimal")
+
+
+@functools.partial(jax.jit, static_argnames=("env", "policy_fn", "reference"))
+def _chunk_values(env: Environment, policy_fn: PolicyFn, params: Any, problems: Any, turns_left: jax.Array,
+                  positions: jax.Array, *, reference: str):
+    horizon = env.max_turns
+
+    def one(problem, tl, pos):
+        graph = build_graph(env, problem)
+        if reference == "policy":
+            probs = network_policy_probs(env, problem, graph, policy_fn, params, horizon=horizon)
+            values = evaluate_policy(graph, probs, horizon=horizon)
+        else:
+            values = solve_graph(graph, policy=reference, horizon=horizon)
+        tl = jnp.clip(tl, 0, horizon)
+        return values.v[tl, pos], values.q[tl, pos], values.v[jnp.maximum(tl - 1, 0), pos]
+
+    return jax.vmap(one)(problems, turns_left, positions)
+
+
+def chunk_problems(env: Environment) -> int:
+    """How many problems to solve per jitted call: about 2.5M `[S, A]` cells, at most 64."""
+    return int(max(1, min(64, 2_500_000 // (env.num_positions * env.num_actions))))
+
+
+def exact_step_values(env: Environment, trajectory: Trajectory, *, reference: str = "policy",
+                      policy_fn: PolicyFn = uniform_policy_fn, params: Any = None) -> dict:
+    """Host: exact values at every step of `trajectory` (`[B, T]`) under `reference`.
+
+    `reference` is `"policy"` (`policy_fn` with `params`, evaluated at every position),
+    `"uniform"` or `"optimal"`. Returns NumPy arrays: `v` float32 `[B, T]` (`V(s_t)`), `q`
+    float32 `[B, T, A]` (`Q(s_t, a)`, a refusal's value on illegal actions) and `refused`
+    float32 `[B, T]` (the value of a refused action, `V` with one turn fewer).
+    """
+    if reference not in REFERENCES:
+        raise ValueError(f"unknown reference policy {reference!r}; choices: {', '.join(REFERENCES)}")
+    batch = trajectory.live.shape[0]
+    problems = jax.tree_util.tree_map(lambda x: x[:, 0], trajectory.states.problem)
+    chunk = min(chunk_problems(env), batch)
+    v, q, refused = [], [], []
+    for start in range(0, batch, chunk):
+        index = np.arange(start, start + chunk) % batch  # the last chunk repeats the first episodes
+        def take(x, index=index):
+            return x[index]
+
+        out = _chunk_values(env, policy_fn, params, jax.tree_util.tree_map(take, problems),
+                            take(trajectory.turns_left), take(trajectory.position), reference=reference)
+        keep = min(chunk, batch - start)
+        v.append(np.asarray(out[0])[:keep])
+        q.append(np.asarray(out[1])[:keep])
+        refused.append(np.asarray(out[2])[:keep])
+    return {"v": np.concatenate(v), "q": np.concatenate(q), "refused": np.concatenate(refused)}
+
+
+def exact_credit(trajectory: Trajectory, values: dict) -> np.ndarray:
+    """float32 `[B, T]`: `Δ_t = Q(s_t, a_t) − V(s_t)` of the action taken (0 on non-live steps).
+
+    A refused (illegal) action is valued as what it is, one turn used: `V` with one turn fewer.
+    """
+    action = np.asarray(trajectory.action)
+    legal_mask = np.asarray(trajectory.legal_action_mask)
+    safe = np.clip(action, 0, legal_mask.shape[-1] - 1)
+    chosen_q = np.take_along_axis(values["q"], safe[..., None], axis=-1)[..., 0]
+    legal = np.take_along_axis(legal_mask, safe[..., None], axis=-1)[..., 0] & (action == safe)
+    chosen = np.where(legal, chosen_q, values["refused"])
+    return np.where(np.asarray(trajectory.live), chosen - values["v"], 0.0).astype(np.float32)
+
+
+def action_types(env: Environment) -> tuple[tuple[str, ...], np.ndarray]:
+    """Host: the action types (first word of `env.action_name`) in order of first appearance and
+    the type index of every action int32 `[A]` (as the trainer's evaluation names them)."""
+    words = [env.action_name(a).split()[0] for a in range(env.num_actions)]
+    names = tuple(dict.fromkeys(words))
+    return names, np.array([names.index(w) for w in words], np.int32)

@@ -1,0 +1,87 @@
+"""Plots with matplotlib (Agg backend, files only): learning curves, Monte Carlo error, credit by type.
+
+Every function writes one PNG and returns what it drew: `{"path", "lines": [label, ...]}` counted
+from the figure's own line objects before saving (the data lines, not the interval bands or
+reference lines), so a caller or test can check one line per arm.
+"""
+
+from __future__ import annotations
+
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+X_LABELS = {"total_env_steps": "total environment steps", "main_episodes": "main attempts (episodes)"}
+
+
+def _save(figure, path: str, data_lines: list) -> dict:
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    labels = [line.get_label() for line in figure.axes[0].get_lines() if line in data_lines]
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return {"path": path, "lines": labels}
+
+
+def plot_learning_curves(curves: dict, path: str, *, x: str = "total_env_steps", title: str = "") -> dict:
+    """One line per arm (`curves`: arm -> `compare.learning_curve` dict) of mean greedy success
+    against `x`, with its interval band."""
+    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    lines = []
+    for arm, curve in curves.items():
+        (line,) = axis.plot(curve["x"], curve["mean"], marker="o", markersize=3, label=arm)
+        axis.fill_between(curve["x"], curve["low"], curve["high"], alpha=0.2, color=line.get_color())
+        lines.append(line)
+    axis.set_xlabel(X_LABELS.get(x, x))
+    axis.set_ylabel("greedy success (mean over seeds, 95% band)")
+    axis.set_ylim(-0.02, 1.02)
+    axis.set_title(title)
+    axis.legend()
+    axis.grid(alpha=0.3)
+    return _save(figure, path, lines)
+
+
+def plot_mc_error(mc_error: list[dict], path: str, *, title: str = "") -> dict:
+    """RMSE of `Q̂` and of the credit against exact values versus K (log-log), with the Bernoulli
+    `sqrt(q(1-q)/k)` reference dashed."""
+    k = np.array([r["k"] for r in mc_error], float)
+    figure, axis = plt.subplots(figsize=(5.6, 4.0))
+    lines = [axis.plot(k, [r["rmse_q"] for r in mc_error], marker="o", label="Q̂ vs exact Q")[0],
+             axis.plot(k, [r["rmse_credit"] for r in mc_error], marker="s", label="credit vs exact Δ")[0]]
+    axis.plot(k, [r["bernoulli_rmse_q"] for r in mc_error], linestyle="--", color="gray",
+              label="sqrt(q(1-q)/k)")
+    axis.set_xscale("log", base=2)
+    axis.set_yscale("log")
+    axis.set_xlabel("continuations per action K")
+    axis.set_ylabel("RMSE")
+    axis.set_title(title)
+    axis.legend()
+    axis.grid(alpha=0.3, which="both")
+    return _save(figure, path, lines)
+
+
+def plot_credit_by_type(class_summary: dict, path: str, *, title: str = "") -> dict:
+    """Bars per action type: the share of each action class (stacked) and, as a line on a second
+    axis, the type's share of the total exact `|Δ|` mass."""
+    from jaxcredit.analysis.classes import CLASSES
+
+    types = list(class_summary["by_type"])
+    position = np.arange(len(types))
+    figure, axis = plt.subplots(figsize=(6.0, 4.0))
+    bottom = np.zeros(len(types))
+    for name in CLASSES:
+        share = np.array([class_summary["by_type"][t]["fractions"][name] for t in types])
+        axis.bar(position, share, bottom=bottom, label=name)
+        bottom += share
+    (line,) = axis.plot(position, [class_summary["by_type"][t].get("abs_credit_share", 0.0) for t in types],
+                        color="black", marker="D", label="share of |Δ| mass")
+    axis.set_xticks(position, types)
+    axis.set_ylim(0, 1.05)
+    axis.set_ylabel("fraction of the type's actions / share of |Δ|")
+    axis.set_title(title)
+    axis.legend(fontsize=8)
+    return _save(figure, path, [line])

@@ -1,0 +1,175 @@
+"""`report.md` for a sweep, a run or an audit directory: tables, CA-ID cards and plots.
+
+`write_report(path)` finds out what `path` holds (`rundirs.kind_of`), writes the plots under
+`path/plots/`, the cards as `card.md` and `card.json`, the numbers as `comparison.json` (sweeps)
+and then `report.md`, which links only files that exist (checked before it is written).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+
+from jaxcredit.analysis.card import card_for_audit, card_for_config, cards_for_sweep, cards_markdown
+from jaxcredit.analysis.classes import format_class_table
+from jaxcredit.analysis.compare import compare_sweep, format_comparison_table, learning_curve
+from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
+from jaxcredit.analysis.rundirs import (
+    REGIME_MEANING,
+    kind_of,
+    read_json,
+    read_jsonl,
+    seed_measures,
+    sweep_cells,
+)
+
+CURVE_AXES = {"steps": "total_env_steps", "attempts": "main_episodes"}
+
+
+def _write(path: str, text: str) -> None:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _write_json(path: str, obj) -> None:
+    _write(path, json.dumps(obj, indent=2, sort_keys=False, default=float) + "\n")
+
+
+def markdown_links(text: str) -> list[str]:
+    """The targets of the Markdown links and images in `text` (relative paths as written)."""
+    return re.findall(r"\]\(([^)\s]+)\)", text)
+
+
+def _finish(path: str, text: str) -> str:
+    missing = [link for link in markdown_links(text) if not os.path.exists(os.path.join(path, link))]
+    if missing:
+        raise ValueError(f"report for {path} would link missing files: {', '.join(missing)}")
+    report = os.path.join(path, "report.md")
+    _write(report, text)
+    return report
+
+
+def _write_cards(path: str, cards) -> list[str]:
+    _write(os.path.join(path, "card.md"), cards_markdown(cards))
+    _write_json(os.path.join(path, "card.json"), [card.to_dict() for card in cards])
+    return ["Cards: [card.md](card.md), [card.json](card.json).", "", cards_markdown(cards)]
+
+
+def _curve_plots(path: str, runs: dict, *, prefix: str, title: str) -> list[str]:
+    """Learning curves of `runs` (arm -> run dir) against both cost axes; Markdown image lines."""
+    lines = []
+    for axis_name, x in CURVE_AXES.items():
+        curves = {arm: learning_curve(read_jsonl(os.path.join(run, "metrics.jsonl")), x=x) for arm, run in runs.items()}
+        relative = f"plots/{prefix}curve-{axis_name}.png"
+        plot_learning_curves(curves, os.path.join(path, relative), x=x, title=f"{title} vs {x}")
+        lines += [f"![{title} against {x}]({relative})", ""]
+    return lines
+
+
+def _sweep_report(path: str) -> str:
+    spec = read_json(os.path.join(path, "sweep_spec.json"))
+    comparison = compare_sweep(path)
+    _write_json(os.path.join(path, "comparison.json"), comparison)
+    lines = [f"# Sweep report: {spec.get('name', os.path.basename(path))}", "", spec.get("description", ""), "",
+             "Files: [sweep_spec.json](sweep_spec.json), [comparison.json](comparison.json)"
+             + (", [table.md](table.md)" if os.path.exists(os.path.join(path, "table.md")) else "") + ".", "",
+             "## Paired comparisons across seeds", "",
+             "Final success: greedy success at the last evaluation; average success: greedy success averaged "
+             "over the evaluations after the start. Δ is arm − reference seed by seed, with a 95% percentile-"
+             "bootstrap interval over seeds; wins/ties/losses count seeds.", "",
+             format_comparison_table(comparison), "## Learning curves", ""]
+    for regime, runs in sweep_cells(path).items():
+        lines += [f"### Regime: {regime} ({REGIME_MEANING.get(regime, regime)})", ""]
+        lines += _curve_plots(path, runs, prefix=f"{regime}-", title=f"{regime} regime")
+    lines += ["## CA-ID cards", ""] + _write_cards(path, cards_for_sweep(spec))
+    return _finish(path, "\n".join(lines))
+
+
+def _run_report(path: str) -> str:
+    config = read_json(os.path.join(path, "config.json"))
+    rows = read_jsonl(os.path.join(path, "metrics.jsonl"))
+    measures = seed_measures(rows)
+    complete = os.path.exists(os.path.join(path, "summary.json"))
+    arm = config.get("credit", "run")
+    lines = [f"# Run report: {arm} on {config.get('env', '?')}", "",
+             "Files: [config.json](config.json), [metrics.jsonl](metrics.jsonl)"
+             + (", [summary.json](summary.json)" if complete else " (unfinished: no summary.json)") + ".", "",
+             "| seed | final success | average success |", "| --- | --- | --- |"]
+    for seed, final, average in zip(measures["seeds"], measures["final_success"], measures["average_success"]):
+        lines.append(f"| {seed} | {final:.3f} | {average:.3f} |")
+    lines += [f"| **mean** | {measures['final_success'].mean():.3f} | {measures['average_success'].mean():.3f} |",
+              "", "## Learning curves", ""]
+    lines += _curve_plots(path, {arm: path}, prefix="", title=arm)
+    lines += ["## CA-ID card", ""] + _write_cards(path, [card_for_config(config, subject=f"run {arm}")])
+    return _finish(path, "\n".join(lines))
+
+
+def _number(x, spec=".3f") -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+
+
+def audit_markdown_summary(audit: dict) -> str:
+    """Markdown tables of an audit's reliability numbers and Monte Carlo error by K."""
+    sign, half, before = audit["sign_agreement"], audit["split_half"], audit["credit_before_final"]
+    lines = ["| measure | value |", "| --- | --- |",
+             f"| states (one per episode) / (state, action) pairs | {audit['num_states']} / "
+             f"{audit['num_state_actions']} |",
+             f"| continuations per action K (two halves) | {audit['num_continuations']} "
+             f"({audit['halves'][0]} + {audit['halves'][1]}) |",
+             f"| episode success / mean length | {_number(audit['episode_success'])} / "
+             f"{_number(audit['mean_episode_length'], '.2f')} |",
+             f"| sign agreement of the largest credit, half vs half | {_number(sign['agreement'])} "
+             f"({sign['num_compared']} states with a signal) |",
+             f"| sign agreement, exact top action vs full-K estimate | "
+             f"{_number(audit['sign_agreement_vs_exact']['agreement'])} |",
+             f"| split-half correlation (Spearman-Brown, full K) | {_number(half['correlation'])} "
+             f"({_number(half['spearman_brown'])}) |",
+             f"| share of exact \\|Δ\\| before the final action | {_number(before['exact'])} "
+             f"(steps before final: {_number(before['steps_before_final'])}) |",
+             f"| share of Monte Carlo \\|Δ̂\\| (sampled states) before the final action | "
+             f"{_number(before['mc_sampled_states'])} |",
+             f"| time: episodes / exact / continuations / total (s) | {audit['seconds']['episodes']} / "
+             f"{audit['seconds']['exact']} / {audit['seconds']['continuations']} / {audit['seconds']['total']} |",
+             "", "| K | RMSE Q̂ | RMSE credit | Bernoulli sqrt(q(1-q)/K) |", "| --- | --- | --- | --- |"]
+    lines += [f"| {r['k']} | {r['rmse_q']:.4f} | {r['rmse_credit']:.4f} | {r['bernoulli_rmse_q']:.4f} |"
+              for r in audit["mc_error"]]
+    return "\n".join(lines) + "\n"
+
+
+def _audit_report(path: str) -> str:
+    audit = read_json(os.path.join(path, "audit.json"))
+    policy = audit.get("policy", "policy")
+    plot_mc_error(audit["mc_error"], os.path.join(path, "plots/mc-error.png"), title=f"{policy}: MC error vs K")
+    plot_credit_by_type(audit["classes"], os.path.join(path, "plots/credit-by-type.png"),
+                        title=f"{policy}: action classes and credit by type")
+    thresholds = audit["thresholds"]
+    lines = [f"# Audit report: {policy} on {audit['env']}", "", "Files: [audit.json](audit.json).", "",
+             "## Label reliability", "", audit_markdown_summary(audit),
+             "![Monte Carlo error against K](plots/mc-error.png)", "",
+             "## Action classes (exact credit under the audited policy)", "",
+             f"Threshold: an action is decorative when |Δ| <= max({thresholds['absolute']}, "
+             f"{thresholds['relative']} · V(s)); load-bearing above it, harmful below −ε "
+             "(harmful-but-recovered when the episode still succeeded).", "",
+             format_class_table(audit["classes"]),
+             "![Action classes and credit by action type](plots/credit-by-type.png)", "", "## CA-ID card", ""]
+    lines += _write_cards(path, [card_for_audit(audit, policy=policy)])
+    return _finish(path, "\n".join(lines))
+
+
+def write_report(path: str) -> str:
+    """Write `report.md` (and its plots and cards) for the sweep, run or audit directory `path`;
+    returns the report's path. Raises `FileNotFoundError`/`ValueError` for anything else."""
+    kind = kind_of(path)
+    return {"sweep": _sweep_report, "run": _run_report, "audit": _audit_report}[kind](os.path.abspath(path))
+
+
+def write_audit(path: str, audit: dict) -> str:
+    """Save an audit (the dict of `run_audit`, with a `policy` description) as `path/audit.json`
+    and write its report; returns the report's path."""
+    os.makedirs(path, exist_ok=True)
+    _write_json(os.path.join(path, "audit.json"), audit)
+    return write_report(path)

@@ -1,0 +1,244 @@
+"""Analysis: paired comparisons, reliability measures, action classes, cards, plots, reports, audit."""
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import matplotlib.image
+import numpy as np
+import pytest
+
+from jaxcredit.analysis import (
+    CLASSES,
+    card_for_config,
+    classify_actions,
+    compare_sweep,
+    exact_credit,
+    exact_step_values,
+    learning_curve,
+    markdown_links,
+    mc_error_by_k,
+    paired_comparison,
+    plot_learning_curves,
+    sign_agreement,
+    split_half_correlation,
+    write_report,
+)
+from jaxcredit.cli import main
+from jaxcredit.rollout import replay
+
+# ----- synthetic sweep directory (no training) --------------------------------------------------
+
+ARMS = ("outcome", "mc")
+NUM_SEEDS, NUM_EVALS = 6, 5
+PLANTED = {"attempts": 0.2, "steps": -0.1}  # mc minus outcome, at every evaluation after the start
+
+
+def _rows(regime: str, arm: str) -> list[dict]:
+    rng = np.random.default_rng(list(PLANTED).index(regime) * 10 + ARMS.index(arm))
+    rows = []
+    for seed in range(NUM_SEEDS):
+        base = 0.3 + 0.05 * seed  # shared by both arms: the pairing
+        for e in range(NUM_EVALS + 1):
+            success = 0.05 if e == 0 else base + 0.05 * e + (PLANTED[regime] if arm == "mc" else 0.0)
+            success += 0.005 * rng.standard_normal() if e else 0.0
+            steps = (e * 1000) * (20 if arm == "mc" and regime == "attempts" else 1)
+            rows.append({"eval_index": e, "seed_index": seed, "iteration": 10 * e, "success_greedy": success,
+                         "success_sampled": success, "total_env_steps": steps, "main_episodes": e * 100})
+    return rows
+
+
+@pytest.fixture(scope="module")
+def sweep_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("sweep")
+    spec = {"name": "synthetic", "description": "planted differences", "reference_arm": "outcome",
+            "base": {"env": "mad", "num_seeds": NUM_SEEDS, "num_evals": NUM_EVALS, "eval_problems": 64,
+                     "learning_rate": 0.003},
+            "arms": {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 2}},
+            "budgets": {"attempts": 500, "steps": 5000}, "num_seeds": None}
+    (out / "sweep_spec.json").write_text(json.dumps(spec))
+    for regime in PLANTED:
+        for arm in ARMS:
+            run = out / regime / arm
+            run.mkdir(parents=True)
+            (run / "config.json").write_text(json.dumps({**spec["base"], **spec["arms"][arm]}))
+            (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows(regime, arm)))
+    return str(out)
+
+
+def test_paired_comparison_recovers_planted_difference(sweep_dir):
+    comparison = compare_sweep(sweep_dir)
+    for regime, planted in PLANTED.items():
+        entry = comparison["regimes"][regime]["mc"]["vs_reference"]
+        for measure in ("final_success", "average_success"):
+            d = entry[measure]
+            assert d["mean_diff"] == pytest.approx(planted, abs=0.01)
+            assert d["low"] - 0.01 <= planted <= d["high"] + 0.01 and d["high"] - d["low"] < 0.03
+            assert d["low"] > 0 if planted > 0 else d["high"] < 0  # the interval excludes no difference
+            assert (d["arm_wins"], d["baseline_wins"]) == ((NUM_SEEDS, 0) if planted > 0 else (0, NUM_SEEDS))
+    # the average over training: evaluations 1..5 of base + 0.05 e -> base + 0.15, seed 0 base 0.3
+    outcome = comparison["regimes"]["attempts"]["outcome"]
+    assert outcome["average_success"] == pytest.approx(np.mean([0.45 + 0.05 * s for s in range(NUM_SEEDS)]),
+                                                       abs=0.01)
+
+
+def test_paired_comparison_refuses_unpaired_seeds():
+    rows = _rows("attempts", "mc")
+    with pytest.raises(ValueError, match="different seeds"):
+        paired_comparison(rows, [r for r in rows if r["seed_index"] < 3])
+
+
+def test_sign_agreement_and_split_half_on_known_inputs():
+    rng = np.random.default_rng(0)
+    valid = rng.random((4000, 9)) < 0.8
+    valid[:, 0] = True
+    a = rng.standard_normal((4000, 9))
+    assert sign_agreement(a, a, valid)["agreement"] == 1.0
+    assert split_half_correlation(a, a, valid)["correlation"] == pytest.approx(1.0)
+    noise = sign_agreement(a, rng.standard_normal((4000, 9)), valid)
+    assert noise["agreement"] == pytest.approx(0.5, abs=0.03) and noise["num_compared"] == 4000
+    # signal + noise of equal variance: r = 1/2, Spearman-Brown 2/3
+    signal = rng.standard_normal((4000, 9))
+    half = split_half_correlation(signal + rng.standard_normal(signal.shape),
+                                  signal + rng.standard_normal(signal.shape), valid)
+    assert half["correlation"] == pytest.approx(0.5, abs=0.03)
+    assert half["spearman_brown"] == pytest.approx(2 / 3, abs=0.03)
+    zeros = np.zeros((3, 9))
+    assert sign_agreement(zeros, zeros, valid[:3])["num_compared"] == 0  # no signal anywhere
+    assert sign_agreement(zeros, a[:3], valid[:3])["agreement"] == 0.0  # a zero in the other half disagrees
+
+
+def test_mc_error_matches_bernoulli_rate():
+    rng = np.random.default_rng(1)
+    q = rng.uniform(0.1, 0.9, (500, 5))
+    returns = (rng.random((500, 5, 64)) < q[..., None]).astype(float)
+    rows = mc_error_by_k(returns, q, np.full((500, 5), 0.2), np.ones((500, 5), bool), (1, 4, 16, 64))
+    for r in rows:
+        assert r["rmse_q"] == pytest.approx(r["bernoulli_rmse_q"], rel=0.1)
+    assert rows[-1]["rmse_q"] < rows[0]["rmse_q"] / 6
+
+
+def test_repaired_mad_episode_action_classes(mad):
+    tape = mad.parse_tape("_ t04 _ _ t09 _ _ _")
+    actions = jnp.array([[0, 1, 4, mad.submit_action, mad.length + 0, mad.submit_action]])
+    trajectory, _ = replay(mad, jax.tree_util.tree_map(lambda x: x[None], mad.init_problem(tape)), actions)
+    values = exact_step_values(mad, trajectory, reference="uniform")
+    credit = exact_credit(trajectory, values)
+    success = np.asarray(trajectory.episode_return) > 0
+    classes = classify_actions(credit, values["v"], np.asarray(trajectory.live), success)
+    assert [CLASSES[c] for c in classes[0]] == ["harmful-but-recovered", "load-bearing", "load-bearing",
+                                                "harmful-but-recovered", "load-bearing", "load-bearing"]
+    # Under the optimal policy with turns to spare no action changes V* = 1: all decorative.
+    optimal = exact_step_values(mad, trajectory, reference="optimal")
+    classes = classify_actions(exact_credit(trajectory, optimal), optimal["v"], np.asarray(trajectory.live), success)
+    assert {CLASSES[c] for c in classes[0]} == {"decorative"}
+
+
+def test_learning_curve_plot_has_one_line_per_arm(sweep_dir, tmp_path):
+    from jaxcredit.analysis import sweep_cells
+
+    runs = sweep_cells(sweep_dir)["attempts"]
+    curves = {arm: learning_curve([json.loads(line) for line in open(os.path.join(run, "metrics.jsonl"))])
+              for arm, run in runs.items()}
+    assert curves["mc"]["x"][-1] == 20 * NUM_EVALS * 1000
+    assert np.all(curves["mc"]["low"] <= curves["mc"]["mean"]) and np.all(curves["mc"]["mean"] <= curves["mc"]["high"])
+    drawn = plot_learning_curves(curves, str(tmp_path / "c.png"))
+    assert drawn["lines"] == list(ARMS)
+    image = matplotlib.image.imread(drawn["path"])
+    assert image.shape[:2] == (400, 640)
+
+
+def test_sweep_report_links_existing_files_and_readable_plots(sweep_dir):
+    report = write_report(sweep_dir)
+    text = open(report).read()
+    links = markdown_links(text)
+    pngs = [link for link in links if link.endswith(".png")]
+    assert len(pngs) == 4  # 2 regimes x (steps, attempts)
+    for link in links:
+        assert os.path.exists(os.path.join(sweep_dir, link)), link
+    for link in pngs:
+        image = matplotlib.image.imread(os.path.join(sweep_dir, link))
+        assert image.shape[0] > 100 and image.shape[1] > 100 and image.std() > 0
+    cards = json.load(open(os.path.join(sweep_dir, "card.json")))
+    assert [c["subject"] for c in cards] == ["sweep synthetic / arm outcome", "sweep synthetic / arm mc"]
+    assert "continuation (K=2" in cards[1]["intervention_provenance"]
+    assert "+0.200" in text or "+0.20" in text
+    # a single run directory gets its own report
+    run_report = write_report(os.path.join(sweep_dir, "steps", "mc"))
+    assert all(os.path.exists(os.path.join(sweep_dir, "steps", "mc", link))
+               for link in markdown_links(open(run_report).read()))
+
+
+def test_cards_name_provenance_from_config():
+    exact = card_for_config({"credit": "exact"}, subject="x")
+    assert "exact, solver over complete graph" in exact.intervention_provenance
+    solver = card_for_config({"credit": "solver", "solver_policy": "optimal"}, subject="x")
+    assert "exact under fixed reference/optimal policy (optimal)" in solver.intervention_provenance
+    assert "learned value" in card_for_config({"credit": "critic"}, subject="x").intervention_provenance
+    outcome = card_for_config({"credit": "outcome", "attempts_per_problem": 8}, subject="x")
+    assert "group-normalised" in outcome.unit_and_estimand and "8 attempts" in outcome.unit_and_estimand
+    assert outcome.to_markdown().count("- **") == 6
+
+
+def test_audit_command_small_mad(tmp_path, capsys):
+    out = tmp_path / "audit"
+    config = json.dumps({"length": 4, "num_tokens": 3, "min_useful": 1, "max_useful": 3, "max_turns": 6})
+    code = main(["audit", "--env", "mad", "--env-config", config, "--policy", "uniform", "--states", "48",
+                 "--continuations", "64", "--chunk-states", "32", "--out", str(out), "--json", "--no-progress"])
+    assert code == 0
+    audit = json.loads(capsys.readouterr().out)  # exactly one JSON object
+    assert audit["num_states"] == 48 and audit["max_legal_actions"] == 5 and audit["num_state_actions"] == 48 * 5
+    assert [r["k"] for r in audit["mc_error"]] == [1, 2, 4, 8, 16, 32, 64]
+    last = audit["mc_error"][-1]
+    assert last["rmse_q"] < 2 * last["bernoulli_rmse_q"] and last["rmse_q"] < audit["mc_error"][0]["rmse_q"]
+    assert 0 <= audit["credit_before_final"]["exact"] <= 1
+    assert audit["classes"]["total"] == round(audit["mean_episode_length"] * 48)
+    assert 0.5 < audit["split_half"]["correlation"] <= 1
+    text = open(audit["report"]).read()
+    for link in markdown_links(text):
+        assert os.path.exists(out / link), link
+    assert matplotlib.image.imread(out / "plots" / "mc-error.png").shape[2] in (3, 4)
+
+
+def test_report_errors_are_one_line(tmp_path, capsys):
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2 and "neither a sweep" in err
+
+
+def test_sweep_command_writes_report_at_the_end(sweep_dir, tmp_path, monkeypatch, capsys):
+    import shutil
+
+    import jaxcredit.train
+
+    def fake_run_sweep(spec, out, **kwargs):  # the synthetic cells stand in for training
+        shutil.copytree(sweep_dir, out, dirs_exist_ok=True)
+        return {}
+
+    monkeypatch.setattr(jaxcredit.train, "run_sweep", fake_run_sweep)
+    out = tmp_path / "sweep"
+    assert main(["sweep", "--preset", "quick", "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == {}
+    assert (out / "report.md").exists() and (out / "plots" / "steps-curve-attempts.png").exists()
+
+
+def test_audit_of_a_checkpoint_matches_exact_values(small_mad, tmp_path, capsys):
+    from jaxcredit.checkpoint import save_policy
+    from jaxcredit.policy import PolicyConfig, make_policy
+
+    config = PolicyConfig(d_model=16, num_layers=1, num_heads=2, mlp_dim=32)
+    init_fn, _, _ = make_policy(config, small_mad)
+    params = init_fn(jax.random.key(0))
+    head = params["params"]["action_head"]
+    head["kernel"] = 2.0 * jax.random.normal(jax.random.key(1), head["kernel"].shape)  # far from uniform
+    env_config = {k: v for k, v in vars(small_mad).items() if k != "name"}
+    run = tmp_path / "run"
+    save_policy(run / "policies" / "seed-0", params, policy_config=config, env_name="mad", env_config=env_config)
+    assert main(["audit", "--checkpoint", str(run), "--states", "16", "--continuations", "256", "--json",
+                 "--no-progress"]) == 0
+    audit = json.loads(capsys.readouterr().out)
+    assert audit["policy"].endswith("seed-0") and audit["env_config"] == env_config
+    last = audit["mc_error"][-1]  # the exact values are those of the network the continuations play
+    assert last["k"] == 256 and last["rmse_q"] < 1.5 * last["bernoulli_rmse_q"]
