@@ -26,6 +26,7 @@ from jaxcredit.policy import (
     task_sizes,
 )
 from jaxcredit.rollout import BranchResult, Trajectory, branch_returns, replay, rollout
+from jaxcredit.sharding import batch_mesh, batch_sharding, constrain_batch, initialize_distributed, shard_batch
 from jaxcredit.solver import (
     Graph,
     Values,
@@ -44,6 +45,8 @@ __all__ = [
     "MAX_COUNT",
     "REQUIRED_INPUTS",
     "anchor_advantage",
+    "batch_mesh",
+    "batch_sharding",
     "BatchSolution",
     "branch_action_values",
     "branch_returns",
@@ -51,6 +54,7 @@ __all__ = [
     "BranchResult",
     "build_graph",
     "count_parameters",
+    "constrain_batch",
     "Counts",
     "Environment",
     "evaluate_policy",
@@ -58,6 +62,7 @@ __all__ = [
     "get_estimator",
     "Graph",
     "init_ledger",
+    "initialize_distributed",
     "Ledger",
     "ledger_to_dict",
     "load_policy",
@@ -75,6 +80,7 @@ __all__ = [
     "require_in_range",
     "rollout",
     "save_policy",
+    "shard_batch",
     "solve_batch",
     "solver_action_advantage",
     "solver_advantage",

@@ -133,7 +133,8 @@ def _cmd_sweep(args) -> None:
     from jaxcredit.train import format_table, get_preset, run_sweep
 
     spec = get_preset(args.preset)
-    table = run_sweep(spec, args.out, resume=args.resume, num_seeds=args.seeds, progress=not args.no_progress)
+    table = run_sweep(spec, args.out, resume=args.resume, num_seeds=args.seeds, progress=not args.no_progress,
+                      backend=args.backend, ray_address=args.ray_address)
     from jaxcredit.analysis import write_report  # the sweep's report.md, tables, cards, plots
 
     write_report(args.out)
@@ -433,6 +434,8 @@ def _build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--resume", action="store_true", help="continue the sweep in --out (or start it)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
     sweep.add_argument("--json", action="store_true", help="print the table as one JSON object")
+    sweep.add_argument("--backend", default="local", help="where cells run: local (one after another) or ray")
+    sweep.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray)")
     sweep.set_defaults(handler=_cmd_sweep)
 
     solve = commands.add_parser("solve", help="exact value of a position and Q of its legal actions")

@@ -244,12 +244,13 @@ def _flatten(tree, ndims: int = 2):
 
 def branch_state_values(
     env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
-    num_continuations: int, chunk_size: int = 512,
+    num_continuations: int, chunk_size: int = 512, sharding: Any = None,
 ) -> tuple[jax.Array, Counts]:
     """`V̂` float32 `[B, T+1]` of every state of `trajectory` and its final states, by branching.
 
     The mean return of `num_continuations` continuations under `policy_fn` from each live state;
     0 for ended states (which cost nothing). Consumes `key`. Returns `(state_values, counts)`.
+    `sharding` splits the continuations over devices (see `branch_returns`).
     """
     batch, num_turns = trajectory.live.shape
     states = jax.tree_util.tree_map(
@@ -257,21 +258,22 @@ def branch_state_values(
         trajectory.states, trajectory.final_state,
     )
     result = branch_returns(env, policy_fn, params, _flatten(states), key,
-                            num_continuations=num_continuations, chunk_size=chunk_size)
+                            num_continuations=num_continuations, chunk_size=chunk_size, sharding=sharding)
     return result.mean.reshape(batch, num_turns + 1), result.counts
 
 
 def branch_action_values(
     env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
-    num_continuations: int, max_legal_actions: int | None = None, chunk_size: int = 512,
+    num_continuations: int, max_legal_actions: int | None = None, chunk_size: int = 512, sharding: Any = None,
 ) -> tuple[jax.Array, Counts]:
     """`Q̂` float32 `[B, T, A]` for every legal action of every state before an action, by branching.
 
     Forces each legal first action and continues under `policy_fn` (`branch_returns` with
-    `force_first_actions`); 0 for ended states and illegal actions. Consumes `key`.
+    `force_first_actions`); 0 for ended states and illegal actions. Consumes `key`. `sharding`
+    splits the continuations over devices (see `branch_returns`).
     """
     batch, num_turns = trajectory.live.shape
     result = branch_returns(env, policy_fn, params, _flatten(trajectory.states), key,
                             num_continuations=num_continuations, force_first_actions=True,
-                            max_legal_actions=max_legal_actions, chunk_size=chunk_size)
+                            max_legal_actions=max_legal_actions, chunk_size=chunk_size, sharding=sharding)
     return result.mean.reshape(batch, num_turns, -1), result.counts

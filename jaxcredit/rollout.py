@@ -19,10 +19,12 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from flax import struct
+from jax.sharding import NamedSharding
 
 from jaxcredit.env import Environment, State
 from jaxcredit.ledger import Counts
 from jaxcredit.policy_fn import PolicyFn, log_probabilities, masked_logits
+from jaxcredit.sharding import constrain_batch
 
 
 @struct.dataclass
@@ -181,6 +183,7 @@ def _forced_actions(state: State, max_legal_actions: int):
     jax.jit,
     static_argnames=(
         "env", "policy_fn", "num_continuations", "horizon", "force_first_actions", "max_legal_actions", "chunk_size",
+        "sharding",
     ),
 )
 def branch_returns(
@@ -195,6 +198,7 @@ def branch_returns(
     force_first_actions: bool = False,
     max_legal_actions: int | None = None,
     chunk_size: int = 512,
+    sharding: NamedSharding | None = None,
 ) -> BranchResult:
     """Run `K = num_continuations` continuations from each state of `states` (leaves `[N, ...]`).
 
@@ -212,6 +216,9 @@ def branch_returns(
     `length + 1`): it skips work on illegal actions; if a state has more legal actions, the
     extra ones (highest ids) are reported not valid. Results depend on `chunk_size` only
     through the random stream.
+
+    `sharding` (a `jaxcredit.sharding.batch_sharding(...)`) splits each chunk's `C`
+    continuations over its devices; the results match the unsharded call to float tolerance.
     """
     horizon = env.max_turns if horizon is None else horizon
     if horizon < 1 or num_continuations < 1 or chunk_size < 1:
@@ -246,7 +253,7 @@ def branch_returns(
 
     def run_chunk(chunk):
         state_index, forced_action, active, chunk_key = chunk
-        state = jax.tree_util.tree_map(lambda x: x[state_index], states)
+        state = constrain_batch(jax.tree_util.tree_map(lambda x: x[state_index], states), sharding)
         # An inactive slot (padding, ended state, illegal forced action) is marked ended up front.
         state = state.replace(truncated=state.truncated | ~active)
         ret = jnp.zeros((chunk_size,), jnp.float32)

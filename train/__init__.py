@@ -1,5 +1,6 @@
 """jaxcredit.train: configs and presets, the training loop, sweeps, run directories."""
 
+from jaxcredit.train.backends import BACKENDS, run_cells
 from jaxcredit.train.config import CREDITS, TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training, summarize
 from jaxcredit.train.loop import Trainer, TrainState, make_train
@@ -8,6 +9,7 @@ from jaxcredit.train.rundir import RunDir
 from jaxcredit.train.sweep import SweepSpec, format_table, run_sweep, sweep_table
 
 __all__ = [
+    "BACKENDS",
     "CREDITS",
     "PRESETS",
     "RunDir",
@@ -19,6 +21,7 @@ __all__ = [
     "format_table",
     "get_preset",
     "make_train",
+    "run_cells",
     "run_sweep",
     "run_training",
     "summarize",

@@ -56,6 +56,7 @@ class TrainConfig:
     eval_families: tuple[str, ...] = ()
     num_seeds: int = 2
     seed: int = 0
+    shard_devices: int = 1  # devices the episode batch axis is split over (jaxcredit.sharding); 1: no sharding
 
     def __post_init__(self):
         def choice(field, choices):
@@ -77,7 +78,7 @@ class TrainConfig:
         choice("budget_counter", BUDGET_COUNTERS)
         for field in ("mc_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
                       "ppo_epochs", "d_model", "num_layers", "num_heads", "mlp_dim", "num_evals",
-                      "eval_problems", "num_seeds"):
+                      "eval_problems", "num_seeds", "shard_devices"):
             at_least(field, 1)
         at_least("attempts_per_problem", 2 if self.outcome_baseline == "rloo" else 1)
         at_least("learning_rate", 0.0)

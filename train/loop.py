@@ -39,6 +39,7 @@ from jaxcredit.ledger import MAX_COUNT, Counts, Ledger, init_ledger, record
 from jaxcredit.policy import PolicyConfig, make_policy
 from jaxcredit.policy_fn import action_probabilities, log_probabilities
 from jaxcredit.rollout import Trajectory, branch_returns, rollout
+from jaxcredit.sharding import batch_sharding, constrain_batch
 from jaxcredit.train.config import TrainConfig
 from jaxcredit.train.evaluation import EvalSets, evaluation_sets, make_evaluate
 
@@ -92,6 +93,11 @@ class Trainer:
         c = self.config
         return [c.budget * j // c.num_evals for j in range(1, c.num_evals + 1)]
 
+    @property
+    def batch_sharding(self):
+        """The episode batch axis split over `config.shard_devices` devices; None (one device) by default."""
+        return None if self.config.shard_devices == 1 else batch_sharding(self.config.shard_devices)
+
     # ----- the run -----
     def init(self, seed: jax.Array) -> TrainState:
         """Fresh parameters for `seed` (int32 `[]`), an empty ledger, iteration 0."""
@@ -117,9 +123,11 @@ class Trainer:
         """One iteration: main attempts, credit, one policy update (`ppo_epochs` epochs)."""
         c = self.config
         problems, starts = self.sample_episodes(state)
+        starts = constrain_batch(starts, self.batch_sharding)  # [B] split over devices (one device: no-op)
         _, action_key, label_key = self._keys(state)
         trajectory, main_counts = rollout(self.env, self.policy_fn, state.params, starts, action_key,
                                           num_turns=self.env.max_turns)
+        trajectory = constrain_batch(trajectory, self.batch_sharding)
         ledger = record(state.ledger, main_counts, account="main")
         advantage, critic_batch, ledger = self.advantages(state.params, trajectory, problems, label_key, ledger)
 
@@ -187,10 +195,12 @@ class Trainer:
         if c.credit == "mc":
             if c.mc_variant == "td":
                 values, counts = branch_state_values(env, self.policy_fn, params, trajectory, key,
-                                                     num_continuations=c.mc_continuations)
+                                                     num_continuations=c.mc_continuations,
+                                                     sharding=self.batch_sharding)
                 return mc_advantage(trajectory, state_values=values), None, record(ledger, counts, account="label")
             q_hat, counts = branch_action_values(env, self.policy_fn, params, trajectory, key,
-                                                 num_continuations=c.mc_continuations)
+                                                 num_continuations=c.mc_continuations,
+                                                 sharding=self.batch_sharding)
             # V̂(s) = Σ_a π(a|s) Q̂(s, a): unbiased from the same continuations, no second batch.
             probs = action_probabilities(self.policy_fn(params, trajectory.observation, trajectory.legal_action_mask),
                                          trajectory.legal_action_mask)
@@ -238,7 +248,7 @@ class Trainer:
                                    p=flat_live / jnp.maximum(flat_live.sum(), 1))
         states = jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[2:])[chosen], trajectory.states)
         result = branch_returns(self.env, self.policy_fn, params, states, branch_key,
-                                num_continuations=c.critic_continuations)
+                                num_continuations=c.critic_continuations, sharding=self.batch_sharding)
         return (states.observation, states.legal_action_mask, result.mean, result.valid), result.counts
 
     # ----- loss -----
@@ -283,4 +293,6 @@ def make_train(config: TrainConfig) -> Trainer:
     if config.credit in ("exact", "solver") and env.num_positions * env.num_actions > 4_000_000:
         raise ValueError(f"credit {config.credit!r} enumerates {env.num_positions} positions x {env.num_actions} "
                          f"actions per problem: too large for an exact arm; use a smaller environment")
+    if config.shard_devices > 1:
+        batch_sharding(config.shard_devices)  # raises ValueError when there are fewer devices
     return Trainer(config=config, env=env, policy_config=policy_config, eval_sets=evaluation_sets(env, config))

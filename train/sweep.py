@@ -19,8 +19,8 @@ import os
 import numpy as np
 
 from jaxcredit.stats import paired_bootstrap
+from jaxcredit.train.backends import Cell, check_backend, run_cells
 from jaxcredit.train.config import config_from_dict
-from jaxcredit.train.driver import run_training
 from jaxcredit.train.rundir import read_json, write_json_atomic
 
 REGIMES = {"attempts": "main_episodes", "steps": "total_env_steps"}
@@ -53,9 +53,14 @@ class SweepSpec:
 
 
 def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int | None = None,
-              progress: bool = True) -> dict:
+              progress: bool = True, backend: str = "local", ray_address: str | None = None) -> dict:
     """Run every cell of `spec` into `out` (finished cells are skipped on resume); returns the
-    table dict (also written to `out/sweep.json` and `out/table.md`)."""
+    table dict (also written to `out/sweep.json` and `out/table.md`).
+
+    `backend`: `"local"` runs the cells one after another; `"ray"` runs each as a Ray task (on the
+    cluster at `ray_address`, or a local Ray); see `jaxcredit.train.backends`. Same results.
+    """
+    check_backend(backend)
     cells = spec.cell_configs(num_seeds=num_seeds)
     os.makedirs(out, exist_ok=True)
     sweep_path = os.path.join(out, "sweep_spec.json")
@@ -65,12 +70,12 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
     if resume and os.path.exists(sweep_path) and read_json(sweep_path) != spec_dict:
         raise ValueError(f"cannot resume {out}: it holds a different sweep ({read_json(sweep_path).get('name')})")
     write_json_atomic(sweep_path, spec_dict)
-    summaries = {}
+    jobs = []
     for (regime, arm), config in cells.items():
         cell_dir = os.path.join(out, regime, arm)
         cell_resume = resume and os.path.exists(os.path.join(cell_dir, "config.json"))
-        summaries[(regime, arm)] = run_training(config, cell_dir, resume=cell_resume, progress=progress,
-                                                label=f"{regime}/{arm}")
+        jobs.append(Cell((regime, arm), config, cell_dir, cell_resume, f"{regime}/{arm}"))
+    summaries = run_cells(jobs, backend=backend, ray_address=ray_address, progress=progress)
     table = sweep_table(summaries, reference_arm=spec.reference_arm)
     write_json_atomic(os.path.join(out, "sweep.json"), table)
     with open(os.path.join(out, "table.md"), "w") as f:

@@ -1,0 +1,101 @@
+"""Scaling out: the batch axis sharded over 8 (forced host) devices matches one device; a
+2-process `jax.distributed` run on localhost matches one process; bad settings are clear errors.
+
+Device counts are fixed when JAX starts, so the multi-device runs are fresh Python processes
+(`tests/scripts/`); their results come back as JSON.
+"""
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from jaxcredit.sharding import batch_mesh, initialize_distributed
+from jaxcredit.train import config_from_dict, make_train
+
+SCRIPTS = os.path.join(os.path.dirname(__file__), "scripts")
+
+
+def run_script(args, *, devices=None):
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    if devices:
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    return subprocess.Popen([sys.executable, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, cwd=os.path.dirname(SCRIPTS))
+
+
+def last_json_line(process, timeout=300):
+    out, err = process.communicate(timeout=timeout)
+    assert process.returncode == 0, err[-3000:]
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_eight_devices_match_one_device():
+    report = last_json_line(run_script([os.path.join(SCRIPTS, "sharded_equality.py")], devices=8))
+    assert report["devices"] == 8
+    # the sharding really split the batch over all 8 devices
+    assert report["constrained_spec"] == "P('batch',)" and report["constrained_devices"] == 8
+    # branch continuations: same returns and the same counted work
+    assert report["branch_max_diff"] <= 1e-6 and report["branch_counts_equal"]
+    assert 0.0 < report["branch_mean_return"] < 1.0
+    # training (Monte Carlo credit: sharded rollouts, continuations and update): the same sampled
+    # work (every ledger counter equal) and parameters equal to float tolerance, far below the
+    # change that training made
+    assert report["train_ledgers_equal"]
+    assert report["train_ledger"]["main_episodes"] == 96 and report["train_ledger"]["label_env_steps"] > 0
+    assert report["train_max_diff"] <= 1e-3
+    assert report["train_param_change"] >= 20 * report["train_max_diff"]
+
+
+def _load_script(name):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(SCRIPTS, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_two_processes_match_one_process():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = os.path.join(SCRIPTS, "distributed_branches.py")
+    processes = [run_script([script, str(i), str(port)]) for i in (0, 1)]
+    report = last_json_line(processes[0], timeout=180)
+    last_json_line_or_ok = processes[1].communicate(timeout=60)
+    assert processes[1].returncode == 0, last_json_line_or_ok[1][-3000:]
+    assert (report["process_count"], report["local_devices"], report["global_devices"]) == (2, 4, 8)
+
+    from jaxcredit import branch_returns
+
+    module = _load_script("distributed_branches")
+    env, policy_fn, params, states, key = module.branch_inputs()
+    local = branch_returns(env, policy_fn, params, states, key,
+                           num_continuations=module.PROBLEM["num_continuations"],
+                           chunk_size=module.PROBLEM["chunk_size"])
+    np.testing.assert_allclose(np.asarray(report["returns"]), np.asarray(local.returns), atol=1e-6)
+    assert report["env_steps"] == int(local.counts.env_steps)
+
+
+def test_bad_device_and_distributed_settings_are_clear_errors(monkeypatch):
+    with pytest.raises(ValueError, match=r"shard devices must be an integer in \[1, 1\]"):
+        batch_mesh(2)
+    with pytest.raises(ValueError, match="shard devices"):
+        make_train(config_from_dict({"shard_devices": 4}))
+    with pytest.raises(ValueError, match="config.shard_devices must be >= 1"):
+        config_from_dict({"shard_devices": 0})
+    for name in ("JAXCREDIT_COORDINATOR", "JAXCREDIT_NUM_PROCESSES", "JAXCREDIT_PROCESS_ID"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValueError, match="need all of coordinator address"):
+        initialize_distributed("127.0.0.1:1234")
+    with pytest.raises(ValueError, match="host:port"):
+        initialize_distributed("localhost", 2, 0)
+    with pytest.raises(ValueError, match=r"process_id must be in \[0, num_processes\)"):
+        initialize_distributed("127.0.0.1:1234", 2, 2)
+    monkeypatch.setenv("JAXCREDIT_NUM_PROCESSES", "two")
+    with pytest.raises(ValueError, match="num_processes must be an integer, got 'two'"):
+        initialize_distributed("127.0.0.1:1234", None, 0)
