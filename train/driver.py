@@ -24,6 +24,7 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxcredit.checkpoint import save_policy
 from jaxcredit.ledger import ledger_to_dict
@@ -44,15 +45,18 @@ def _to_host(tree):
     return multihost_utils.process_allgather(tree, tiled=True)
 
 
-def _replicated(tree):
-    """With several processes: this process's copy of `tree` (the same in every process) as one
-    array replicated over every process's devices, which orbax and the sharded programs need."""
+def _replicated(tree, num_devices: int):
+    """`tree` replicated over the batch mesh's `num_devices` devices (unchanged on one), so the
+    programs see the same layout before and after a segment and compile once. With several
+    processes: this process's copy (the same in every process) becomes one global array, which
+    orbax and the sharded programs need."""
     if jax.process_count() == 1:
-        return tree
+        if num_devices == 1:
+            return tree
+        return jax.device_put(tree, NamedSharding(batch_mesh(num_devices), PartitionSpec()))
     from jax.experimental import multihost_utils
-    from jax.sharding import PartitionSpec
 
-    return multihost_utils.host_local_array_to_global_array(tree, batch_mesh(), PartitionSpec())
+    return multihost_utils.host_local_array_to_global_array(tree, batch_mesh(num_devices), PartitionSpec())
 
 
 def _is_writer() -> bool:
@@ -170,7 +174,7 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
     trainer = make_train(config)
     seeds = jnp.arange(config.num_seeds, dtype=jnp.int32) + config.seed
     init, segment, evaluate = compiled_programs(config)
-    state = _replicated(init(seeds))
+    state = _replicated(init(seeds), config.shard_devices)
 
     if resume:
         state, info = run.restore_checkpoint("latest", state)

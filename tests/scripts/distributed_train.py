@@ -11,6 +11,7 @@ forced CPU devices) runs the same configuration in one process with `shard_devic
 import json
 import sys
 
+CREDIT = "mc"
 TINY_MAD = {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 5}
 TINY = {"env_overrides": TINY_MAD, "d_model": 32, "num_layers": 1, "num_heads": 2, "mlp_dim": 64,
         "problems_per_iteration": 8, "attempts_per_problem": 4, "learning_rate": 3e-3, "eval_problems": 64,
@@ -20,7 +21,7 @@ TINY = {"env_overrides": TINY_MAD, "d_model": 32, "num_layers": 1, "num_heads": 
 def train_args(out: str, *extra: str) -> list[str]:
     """The `jaxcredit train` arguments of the tiny run (Monte Carlo credit: sharded continuations too)."""
     sets = [f"--set={k}={json.dumps(v)}" for k, v in TINY.items()]
-    return ["train", "--env", "mad", "--credit", "mc", "--out", out, "--no-progress", "--json",
+    return ["train", "--env", "mad", "--credit", CREDIT, "--out", out, "--no-progress", "--json",
             "--set=mc_continuations=2", *sets, *extra]
 
 
@@ -39,10 +40,10 @@ def main(argv: list[str]) -> int:
     from jaxcredit.train import config_from_dict, run_training
 
     stop = int(rest[rest.index("--stop-after-evals") + 1])
-    args = _build_parser().parse_args(train_args(out, *distributed))
+    args = _build_parser().parse_args(train_args(out, *distributed, *[a for a in rest if a == "--resume"]))
     values = {"env": args.env, "credit": args.credit, **_parse_sets(args.set)}
     _join_distributed(args, values)
-    run_training(config_from_dict(values), out, progress=False, stop_after_evals=stop)
+    run_training(config_from_dict(values), out, resume=args.resume, progress=False, stop_after_evals=stop)
     return 0
 
 
