@@ -114,12 +114,32 @@ def _parse_sets(pairs: list[str]) -> dict:
     return values
 
 
+def _join_distributed(args, values: dict) -> bool:
+    """`train --distributed`: join the multi-process run before anything touches JAX, and split the
+    batch over every process's devices unless `shard_devices` was set. True when this process
+    prints (process 0)."""
+    distributed = args.distributed or any(x is not None for x in (args.coordinator, args.num_processes,
+                                                                  args.process_id))
+    if not distributed:
+        return True
+    from jaxcredit.sharding import initialize_distributed
+
+    info = initialize_distributed(args.coordinator, args.num_processes, args.process_id)
+    values.setdefault("shard_devices", info["global_devices"])
+    print(f"jaxcredit: process {info['process_index']} of {info['process_count']}, {info['local_devices']} local "
+          f"of {info['global_devices']} devices", file=sys.stderr)
+    return info["process_index"] == 0
+
+
 def _cmd_train(args) -> None:
+    values = {"env": args.env, "credit": args.credit, **_parse_sets(args.set)}
+    printer = _join_distributed(args, values)
     from jaxcredit.train import config_from_dict, run_training
 
-    values = {"env": args.env, "credit": args.credit, **_parse_sets(args.set)}
     config = config_from_dict(values)
-    summary = run_training(config, args.out, resume=args.resume, progress=not args.no_progress)
+    summary = run_training(config, args.out, resume=args.resume, progress=printer and not args.no_progress)
+    if not printer:
+        return
     if args.json:
         _print_json(summary)
     else:
@@ -425,6 +445,13 @@ def _build_parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    train.add_argument("--distributed", action="store_true",
+                       help="one run over several processes (jax.distributed): run this in every process; the "
+                            "batch is split over all their devices; settings from the options below or "
+                            "JAXCREDIT_COORDINATOR/_NUM_PROCESSES/_PROCESS_ID or the cluster (SLURM, MPI, TPU)")
+    train.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="process 0's address (distributed)")
+    train.add_argument("--num-processes", type=int, default=None, help="how many processes (distributed)")
+    train.add_argument("--process-id", type=int, default=None, help="this process, 0 .. N-1 (distributed)")
     train.set_defaults(handler=_cmd_train)
 
     sweep = commands.add_parser("sweep", help="a budget-matched sweep of arms x regimes x seeds")

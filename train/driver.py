@@ -6,6 +6,11 @@ segment it evaluates, rewrites `metrics.jsonl`, and checkpoints the whole state,
 run (`resume=True`) continues from the last segment and produces exactly the metrics of an
 uninterrupted one: every random draw is a function of the seed and the iteration number.
 Ctrl-C lands between segments or inside one; either way the last complete segment is on disk.
+
+Several processes (`jax.distributed`, one run over every process's devices): every process runs
+this same function over the same config; values are gathered to every host before they become
+numbers, only process 0 writes the run directory's files, and every process joins orbax's
+checkpoint saves and restores (orbax coordinates them). See "several processes" below.
 """
 
 from __future__ import annotations
@@ -19,12 +24,53 @@ import time
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxcredit.checkpoint import save_policy
 from jaxcredit.ledger import ledger_to_dict
+from jaxcredit.sharding import batch_mesh
 from jaxcredit.train.config import TrainConfig, config_from_dict
 from jaxcredit.train.loop import Trainer, budget_count, make_train
 from jaxcredit.train.rundir import RunDir, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
+
+
+# ----- several processes (jax.distributed) -------------------------------------------------------
+def _to_host(tree):
+    """`tree` as numpy on this host; with several processes, gathered from all of them first
+    (the values are replicated, so this is a copy, not a concatenation)."""
+    if jax.process_count() == 1:
+        return jax.device_get(tree)
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.process_allgather(tree, tiled=True)
+
+
+def _replicated(tree, num_devices: int):
+    """`tree` replicated over the batch mesh's `num_devices` devices (unchanged on one), so the
+    programs see the same layout before and after a segment and compile once. With several
+    processes: this process's copy (the same in every process) becomes one global array, which
+    orbax and the sharded programs need."""
+    if jax.process_count() == 1:
+        if num_devices == 1:
+            return tree
+        return jax.device_put(tree, NamedSharding(batch_mesh(num_devices), PartitionSpec()))
+    from jax.experimental import multihost_utils
+
+    return multihost_utils.host_local_array_to_global_array(tree, batch_mesh(num_devices), PartitionSpec())
+
+
+def _is_writer() -> bool:
+    """Only process 0 writes the run directory's JSON files and policies."""
+    return jax.process_index() == 0
+
+
+def _sync(name: str) -> None:
+    """Wait for every process (a no-op with one)."""
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)
+# -------------------------------------------------------------------------------------------------
 
 
 @functools.lru_cache(maxsize=8)
@@ -49,14 +95,13 @@ def _seed_slice(tree, i):
 
 def _metric_rows(eval_index: int, metrics: dict, state) -> list[dict]:
     """One row per seed: the evaluation index, the iteration, every metric and ledger counter."""
-    metrics = jax.device_get(metrics)
-    iteration = np.asarray(state.iteration)
-    last_cost = np.asarray(state.last_iteration_env_steps)
+    metrics, iteration, last_cost, ledger = _to_host(
+        (metrics, state.iteration, state.last_iteration_env_steps, state.ledger))
     rows = []
     for i in range(iteration.shape[0]):
         row = {"eval_index": eval_index, "seed_index": i, "iteration": int(iteration[i]),
                "last_iteration_env_steps": int(last_cost[i])}
-        row.update(ledger_to_dict(_seed_slice(state.ledger, i)))
+        row.update(ledger_to_dict(_seed_slice(ledger, i)))
         row.update({k: float(v[i]) for k, v in metrics.items()})
         rows.append(row)
     return rows
@@ -124,11 +169,12 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
             return read_json(run.summary_path)
     elif os.path.exists(run.config_path):
         raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
+    _sync("jaxcredit-run-checked")  # every process has looked before process 0 writes
 
     trainer = make_train(config)
     seeds = jnp.arange(config.num_seeds, dtype=jnp.int32) + config.seed
     init, segment, evaluate = compiled_programs(config)
-    state = init(seeds)
+    state = _replicated(init(seeds), config.shard_devices)
 
     if resume:
         state, info = run.restore_checkpoint("latest", state)
@@ -136,9 +182,11 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
         rows = [r for r in rows if r["eval_index"] <= info["eval_index"]]
         start, best = info["eval_index"] + 1, info.get("best_success", -1.0)
     else:
-        run.create(config.to_dict())
+        if _is_writer():
+            run.create(config.to_dict())
         rows = _metric_rows(0, evaluate(state.params), state)
-        write_jsonl_atomic(run.metrics_path, rows)
+        if _is_writer():
+            write_jsonl_atomic(run.metrics_path, rows)
         start, best = 1, -1.0
         run.save_checkpoint("latest", 0, state, {"eval_index": 0, "best_success": best})
 
@@ -155,20 +203,23 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
             for r in new_rows:
                 r["segment_seconds"] = round(time.perf_counter() - started, 3)
             rows = rows + new_rows
-            write_jsonl_atomic(run.metrics_path, rows)
+            if _is_writer():
+                write_jsonl_atomic(run.metrics_path, rows)
             success = float(np.mean([r["success_greedy"] for r in new_rows]))
             if success > best:
                 best = success
                 run.save_checkpoint("best", j, state.params, {"eval_index": j, "success_greedy": success})
             run.save_checkpoint("latest", j, state, {"eval_index": j, "best_success": best})
-            done = int(np.min(np.asarray(budget_count(state.ledger, config.budget_counter))))
-            bar.update(done, success, int(np.max(np.asarray(state.iteration))))
+            done = int(np.min(_to_host(budget_count(state.ledger, config.budget_counter))))
+            bar.update(done, success, int(np.max(_to_host(state.iteration))))
     finally:
         bar.close()
 
     _save_policies(run, trainer, state)
     summary = summarize(rows, config.num_seeds)
-    write_json_atomic(run.summary_path, summary)
+    _sync("jaxcredit-run-finished")
+    if _is_writer():
+        write_json_atomic(run.summary_path, summary)
     return summary
 
 
@@ -176,7 +227,8 @@ def _save_policies(run: RunDir, trainer: Trainer, state) -> None:
     """Each seed's final policy as a standalone checkpoint (`policies/seed-i`), for `solve` and audits."""
     env = trainer.env
     env_config = {k: v for k, v in vars(env).items() if k != "name"}
+    params = _to_host(state.params)
     for i in range(trainer.config.num_seeds):
         path = os.path.join(run.path, "policies", f"seed-{i}")
-        save_policy(path, _seed_slice(state.params, i), policy_config=trainer.policy_config,
+        save_policy(path, _seed_slice(params, i), policy_config=trainer.policy_config,
                     env_name=env.name, env_config=env_config, extra={"seed_index": i})

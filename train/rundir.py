@@ -10,7 +10,9 @@ A run directory holds:
 
 Every file is written to a temporary name and renamed into place; a checkpoint becomes
 `latest` only after orbax has committed it, so an interrupted write leaves the previous
-complete state in charge.
+complete state in charge. With several processes (`jax.distributed`) every process calls
+`save_checkpoint` and `restore_checkpoint` (orbax coordinates the write; the directory must be on
+a filesystem all processes share) and only process 0 touches pointers and old directories.
 """
 
 from __future__ import annotations
@@ -87,12 +89,19 @@ class RunDir:
         it; then the older `{name}-*` directories are removed.
         """
         target = os.path.join(self.checkpoint_root, f"{name}-{index}")
-        if os.path.exists(target):
+        writer = jax.process_index() == 0
+        if writer and os.path.exists(target):
             shutil.rmtree(target)
+        if jax.process_count() > 1:
+            from jax.experimental import multihost_utils
+
+            multihost_utils.sync_global_devices(f"jaxcredit-checkpoint-{name}-{index}")
         checkpointer = ocp.StandardCheckpointer()
         checkpointer.save(target, state)
         checkpointer.wait_until_finished()
         checkpointer.close()
+        if not writer:
+            return
         write_json_atomic(self._pointer(name), {"directory": os.path.basename(target), **info})
         for entry in os.listdir(self.checkpoint_root):
             if entry.startswith(f"{name}-") and entry != os.path.basename(target):
