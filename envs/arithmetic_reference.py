@@ -6,12 +6,13 @@ Written independently of the JAX version (no JAX, no NumPy) from the rules in
 
 from __future__ import annotations
 
-from jaxcredit.envs.problems import FAMILIES
+from jaxcredit.envs.problems import FAMILIES, apply_op
+from jaxcredit.envs.reference_base import ReferenceEpisode
 
 BLANK, TARGET, LIVE, DEAD, ACT, TURNS_LEFT = 10, 11, 12, 13, 14, 15
 
 
-class ArithmeticReference:
+class ArithmeticReference(ReferenceEpisode):
     """One arithmetic episode in plain Python. `reset(problem)` then `step(action)` repeatedly."""
 
     def __init__(self, *, count: int = 4, max_turns: int = 7, require_all_used: bool = True,
@@ -33,22 +34,10 @@ class ArithmeticReference:
         self.values = list(self.numbers)
         self.live = [True] * self.count
         self.history: list[tuple[int, int, int, int]] = []  # (i, op, j, value of slot i before)
-        self.turn = 0
-        self.reward = 0.0
-        self.terminated = False
-        self.truncated = False
-        self.rejected = False
+        self._start()
         return self
 
-    @staticmethod
-    def apply(a: int, op: int, b: int) -> int | None:
-        if op == 0:
-            return a + b
-        if op == 1:
-            return a - b if a >= b else None
-        if op == 2:
-            return a * b
-        return a // b if b != 0 and a % b == 0 else None
+    apply = staticmethod(apply_op)
 
     def is_legal(self, action: int) -> bool:
         if self.terminated or self.truncated or not 0 <= action < self.num_actions:
@@ -77,34 +66,23 @@ class ArithmeticReference:
             tokens.append(TURNS_LEFT + max(0, self.max_turns - self.turn))
         return tokens + [ACT]
 
-    def step(self, action: int) -> ArithmeticReference:
-        action = int(action)
-        if self.terminated or self.truncated:
-            self.reward = 0.0
-            return self
-        self.turn += 1
-        self.reward = 0.0
-        self.rejected = not self.is_legal(action)
-        if not self.rejected:
-            if action < self.undo_action:
-                i, j = self.pairs[action // 4]
-                op = action % 4
-                self.history.append((i, op, j, self.values[i]))
-                self.values[i] = self.apply(self.values[i], op, self.values[j])
-                self.live[j] = False
-            elif action == self.undo_action:
-                i, _, j, before = self.history.pop()
-                self.values[i] = before
-                self.live[j] = True
-            else:
-                slot = action - self.undo_action - 1
-                all_used = sum(self.live) == 1 or not self.require_all_used
-                if self.values[slot] == self.target and all_used:
-                    self.reward = 1.0
-                    self.terminated = True
-        if not self.terminated and self.turn >= self.max_turns:
-            self.truncated = True
-        return self
+    def _apply(self, action: int) -> tuple[float, bool]:
+        if action < self.undo_action:
+            i, j = self.pairs[action // 4]
+            op = action % 4
+            self.history.append((i, op, j, self.values[i]))
+            self.values[i] = self.apply(self.values[i], op, self.values[j])
+            self.live[j] = False
+        elif action == self.undo_action:
+            i, _, j, before = self.history.pop()
+            self.values[i] = before
+            self.live[j] = True
+        else:
+            slot = action - self.undo_action - 1
+            all_used = sum(self.live) == 1 or not self.require_all_used
+            if self.values[slot] == self.target and all_used:
+                return 1.0, True
+        return 0.0, False
 
     def position_index(self) -> int:
         """The path of combinations, ranked as in `arithmetic.py`'s docstring."""

@@ -6,10 +6,12 @@ docstring, one episode at a time. Field names mirror `jaxcredit.env.State`.
 
 from __future__ import annotations
 
+from jaxcredit.envs.reference_base import ReferenceEpisode
+
 BLANK = -1
 
 
-class MadReference:
+class MadReference(ReferenceEpisode):
     """One MAD episode in plain Python. `reset(tape)` then `step(action)` repeatedly."""
 
     def __init__(self, *, length: int = 8, num_tokens: int = 12, max_turns: int = 12, **_ignored):
@@ -21,11 +23,7 @@ class MadReference:
     def reset(self, tape) -> MadReference:
         self.tape = [int(t) for t in tape]
         self.selected = [False] * self.length
-        self.turn = 0
-        self.reward = 0.0
-        self.terminated = False
-        self.truncated = False
-        self.rejected = False
+        self._start()
         return self
 
     def is_legal(self, action: int) -> bool:
@@ -49,27 +47,14 @@ class MadReference:
             tokens.append(base + (1 if sel else 0))
         return tokens + [2 + 2 * self.num_tokens]
 
-    def step(self, action: int) -> MadReference:
-        action = int(action)
-        if self.terminated or self.truncated:
-            self.reward = 0.0
-            return self
-        self.turn += 1
-        self.reward = 0.0
-        self.rejected = not self.is_legal(action)
-        if not self.rejected:
-            if action < self.length:
-                self.selected[action] = True
-            elif action < 2 * self.length:
-                self.selected[action - self.length] = False
-            else:
-                wanted = [t != BLANK for t in self.tape]
-                if self.selected == wanted:
-                    self.reward = 1.0
-                    self.terminated = True
-        if not self.terminated and self.turn >= self.max_turns:
-            self.truncated = True
-        return self
+    def _apply(self, action: int) -> tuple[float, bool]:
+        if action < self.length:
+            self.selected[action] = True
+        elif action < 2 * self.length:
+            self.selected[action - self.length] = False
+        elif self.selected == [t != BLANK for t in self.tape]:
+            return 1.0, True
+        return 0.0, False
 
     def position_index(self) -> int:
         return sum(1 << i for i, sel in enumerate(self.selected) if sel)
