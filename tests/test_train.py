@@ -173,3 +173,38 @@ def test_solve_with_a_trained_policy_checkpoint(tmp_path, capsys):
     assert "checkpoint's mad has length 3" in capsys.readouterr().err
     assert main(["solve", "arithmetic", "--numbers", "1", "2", "--target", "3", "--policy", policy]) == 2
     assert "was trained on 'mad'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fields", [
+    {"credit": "anchor"},
+    {"credit": "exact"},
+    {"credit": "solver", "solver_policy": "optimal", "solver_add_outcome": True},
+    {"credit": "critic", "critic_label_states": 8, "critic_continuations": 2},
+    {"credit": "mc", "mc_variant": "q", "mc_continuations": 2},
+], ids=lambda f: "-".join(str(v) for v in f.values()))
+def test_every_arm_takes_a_finite_step_and_charges_its_ledger(fields):
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcredit.train import make_train
+
+    trainer = make_train(tiny(**fields))
+    state = trainer.init(jnp.int32(0))
+    after = jax.jit(trainer.iterate)(state)
+    ledger = after.ledger
+    assert int(ledger.main_episodes) == 32
+    changed = jax.tree_util.tree_map(lambda a, b: bool(jnp.any(a != b)), state.params, after.params)
+    assert any(jax.tree_util.tree_leaves(changed))
+    assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree_util.tree_leaves(after.params))
+    env = trainer.env  # MAD length 3: S = 8 selections, A = 7 actions, every position valid
+    if fields["credit"] in ("exact", "solver"):
+        # graph enumeration: every (position, action) of each of the 8 problems, exactly
+        assert int(ledger.label_env_steps) == 8 * env.num_positions * env.num_actions == 448
+        expected_evals = 8 * env.num_positions if fields["credit"] == "exact" else 0
+        assert int(ledger.label_policy_evals) == expected_evals
+    elif fields["credit"] == "mc":
+        assert int(ledger.label_env_steps) > 0 and int(ledger.critic_env_steps) == 0
+    elif fields["credit"] == "critic":
+        assert int(ledger.critic_env_steps) > 0 and int(ledger.label_env_steps) == 0
+    else:
+        assert int(ledger.label_env_steps) == 0 and int(ledger.critic_env_steps) == 0
