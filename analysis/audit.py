@@ -35,7 +35,7 @@ from jaxcredit.analysis.classes import (
     class_summary,
     classify_actions,
 )
-from jaxcredit.analysis.exact import action_types, exact_credit, exact_step_values
+from jaxcredit.analysis.exact import exact_credit, exact_step_values
 from jaxcredit.env import Environment
 from jaxcredit.policy_fn import PolicyFn, action_probabilities
 from jaxcredit.rollout import branch_returns, rollout
@@ -188,7 +188,7 @@ def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array
     taken_mc = np.abs(credit_full[rows, taken])
     success = np.asarray(trajectory.episode_return) > 0
 
-    names, type_of_action = action_types(env)
+    names, type_of_action = env.action_types()
     classes = classify_actions(credit, values["v"], live, success, relative_threshold=relative_threshold,
                                absolute_threshold=absolute_threshold)
     action_type = type_of_action[np.clip(np.asarray(trajectory.action), 0, env.num_actions - 1)]

@@ -91,11 +91,3 @@ def exact_credit(trajectory: Trajectory, values: dict) -> np.ndarray:
     legal = np.take_along_axis(legal_mask, safe[..., None], axis=-1)[..., 0] & (action == safe)
     chosen = np.where(legal, chosen_q, values["refused"])
     return np.where(np.asarray(trajectory.live), chosen - values["v"], 0.0).astype(np.float32)
-
-
-def action_types(env: Environment) -> tuple[tuple[str, ...], np.ndarray]:
-    """Host: the action types (first word of `env.action_name`) in order of first appearance and
-    the type index of every action int32 `[A]` (as the trainer's evaluation names them)."""
-    words = [env.action_name(a).split()[0] for a in range(env.num_actions)]
-    names = tuple(dict.fromkeys(words))
-    return names, np.array([names.index(w) for w in words], np.int32)

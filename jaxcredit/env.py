@@ -17,6 +17,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 Problem = Any  # a pytree of arrays describing one problem (a tape, a set of numbers)
@@ -139,6 +140,14 @@ class Environment(abc.ABC):
     @abc.abstractmethod
     def render(self, state: State) -> str:
         """Host-side text picture of one (unbatched) state."""
+
+    def action_types(self) -> tuple[tuple[str, ...], np.ndarray]:
+        """Host: the action types (first word of `action_name`, e.g. select/unselect/submit or
+        COMBINE/UNDO/FINAL) in order of first appearance, and the type index of every action
+        int32 `[A]`. Training evaluation and audits report per-type rates with these."""
+        words = [self.action_name(a).split()[0] for a in range(self.num_actions)]
+        names = tuple(dict.fromkeys(words))
+        return names, np.array([names.index(w) for w in words], np.int32)
 
     # ----- the shared rules ---------------------------------------------------------------
     def _make_state(self, problem, env_state, *, turn, reward, terminated, truncated, rejected):

@@ -128,3 +128,9 @@ def test_render(mad):
     s = mad.step(mad.init_problem(TAPE), 1)
     text = mad.render(s)
     assert "[t03]" in text and " t07 " in text and "turn 1/12" in text
+
+
+def test_action_types(mad):
+    names, type_of_action = mad.action_types()
+    assert names == ("select", "unselect", "submit")
+    assert type_of_action.tolist() == [0] * 8 + [1] * 8 + [2]

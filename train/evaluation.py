@@ -36,14 +36,6 @@ def evaluation_sets(env: Environment, config) -> EvalSets:
     return {"default": jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(seed), n))}
 
 
-def action_types(env: Environment) -> tuple[tuple[str, ...], np.ndarray]:
-    """Host: the action types (first word of `action_name`, e.g. select/unselect/submit or
-    COMBINE/UNDO/FINAL) in order of first appearance, and the type index of every action `[A]`."""
-    words = [env.action_name(a).split()[0] for a in range(env.num_actions)]
-    names = tuple(dict.fromkeys(words))
-    return names, np.array([names.index(w) for w in words], np.int32)
-
-
 @functools.cache  # one greedy function per policy, so jit caches hit
 def greedy(policy_fn: PolicyFn) -> PolicyFn:
     """The greedy version of `policy_fn`: all mass on the highest-scoring legal action."""
@@ -63,7 +55,7 @@ def make_evaluate(env: Environment, policy_fn: PolicyFn, eval_sets: EvalSets, *,
     turns), `refusal_rate` (refused steps / live steps, sampled), `action_rate/<type>` (share of
     live sampled steps choosing each action type).
     """
-    names, type_of_action = action_types(env)
+    names, type_of_action = env.action_types()
     type_one_hot = jnp.asarray(np.eye(len(names), dtype=np.float32)[type_of_action])  # [A, types]
     key = jax.random.fold_in(jax.random.key(seed), 7)
 
