@@ -245,6 +245,36 @@ def reachable(graph: Graph, *, horizon: int) -> jax.Array:
     return jnp.concatenate([jnp.zeros((1,) + graph.valid.shape, bool), r])
 
 
+def positions_reached(graph: Graph, start: jax.Array) -> jax.Array:
+    """bool `[S]`: the positions a breadth-first enumeration from `start` (int32 `[]`) reaches.
+
+    A position is reached when a chain of accepted moves that do not end the episode leads to it
+    from `start` (the turn limit is not applied: this is the graph an enumeration must expand).
+    Iterates to a fixed point, at most one round per step of the longest such chain.
+    """
+    rows = jnp.arange(graph.legal.shape[0], dtype=jnp.int32)[:, None]
+    moves = graph.legal & ~graph.terminal & (graph.next_position != rows)  # [S, A]
+
+    def expand(carry):
+        reached, _ = carry
+        sources = (reached[:, None] & moves).astype(jnp.int32)
+        hit = jnp.zeros(reached.shape, jnp.int32).at[graph.next_position].max(sources) > 0
+        grown = reached | hit
+        return grown, jnp.any(grown != reached)
+
+    first = (rows[:, 0] == start) & graph.valid
+    reached, _ = jax.lax.while_loop(lambda carry: carry[1], expand, (first, jnp.array(True)))
+    return reached
+
+
+def enumeration_env_steps(graph: Graph, start: jax.Array) -> jax.Array:
+    """int32 `[]`: environment steps a breadth-first enumeration of the graph from `start` needs:
+    one per legal move out of each reached position (`positions_reached`); refused moves cost
+    nothing. This is what an exact or solver credit arm is charged per problem."""
+    reached = positions_reached(graph, start)
+    return jnp.sum(graph.legal & reached[:, None], dtype=jnp.int32)
+
+
 def observation_shows_turns(env: Environment) -> bool:
     """Host: whether the observation changes with the turn (then a network sees the turns left).
 

@@ -292,3 +292,27 @@ def test_where_true_equals_nonzero_with_fill():
         want = np.nonzero(mask)[0][:size]
         want = np.concatenate([want, np.full(size - len(want), n)])
         np.testing.assert_array_equal(solver_batch._where_true(jnp.asarray(mask), size=size), want)
+
+
+def test_enumeration_cost_counts_legal_moves_of_reached_positions():
+    """Hand count. A 2-cell tape: 4 selection masks, all reached from the empty one; each has
+    2 legal select/unselect moves and submit: 4 x 3 = 12 steps (the full table was 4 x 5 = 20).
+    A 2-cell arithmetic problem [2, 3] -> 5: the start has 4 combinations (2+3, 3+2, 3-2, 2*3,
+    3*2; 2-3 is negative, 2/3 and 3/2 inexact: 5 accepted), UNDO is illegal, 2 FINALs: 7 moves;
+    each of the 5 children has UNDO and 1 FINAL: 10 more; 17 in all, every reached position."""
+    mad = make("mad", length=2, num_tokens=2, min_useful=1, max_useful=2, max_turns=4)
+    tape = jnp.array([0, BLANK], jnp.int32)
+    graph = solver.build_graph(mad, tape)
+    start = solver.start_position(mad, tape)
+    reached = solver.positions_reached(graph, start)
+    assert np.asarray(reached).tolist() == [True, True, True, True]
+    assert int(solver.enumeration_env_steps(graph, start)) == 12
+    assert int(graph.env_steps) == 20
+
+    arith = make("arithmetic", count=2, max_turns=4)
+    problem = arith.make_problem([2, 3], 5)
+    graph = solver.build_graph(arith, problem)
+    start = solver.start_position(arith, problem)
+    reached = np.asarray(solver.positions_reached(graph, start))
+    assert reached.sum() == 1 + 5
+    assert int(solver.enumeration_env_steps(graph, start)) == 17
