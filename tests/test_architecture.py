@@ -1,0 +1,136 @@
+"""The architecture's rules, checked on the source: one-way layer dependencies, and documentation
+whose links and anchors all resolve (docs/architecture.md states the rules this file enforces)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# folder -> (import name, the layers of jaxcredit it may import besides itself and the core)
+LAYERS = {
+    "jaxcredit": ("jaxcredit", set()),
+    "envs": ("jaxcredit.envs", set()),
+    "train": ("jaxcredit.train", {"jaxcredit.envs"}),
+    "analysis": ("jaxcredit.analysis", {"jaxcredit.envs"}),
+    "agents": ("jaxcredit.agents", {"jaxcredit.envs"}),
+    "benchmarks": ("jaxcredit.benchmarks", {"jaxcredit.envs", "jaxcredit.train", "jaxcredit.analysis",
+                                            "jaxcredit.agents"}),
+}
+SUBPACKAGES = {name for name, _ in LAYERS.values() if name != "jaxcredit"}
+MAY_IMPORT_EVERYTHING = {ROOT / "jaxcredit" / "cli.py"}
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """Every module a file imports, at any depth (lazy imports inside functions count too)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _layer_of(module: str) -> str | None:
+    """The jaxcredit layer a module name belongs to (None outside jaxcredit)."""
+    if module != "jaxcredit" and not module.startswith("jaxcredit."):
+        return None
+    for sub in SUBPACKAGES:
+        if module == sub or module.startswith(sub + "."):
+            return sub
+    return "jaxcredit"
+
+
+@pytest.mark.parametrize("folder", sorted(LAYERS))
+def test_each_layer_imports_only_the_layers_below_it(folder):
+    own, allowed = LAYERS[folder]
+    allowed = allowed | {own, "jaxcredit"}
+    files = sorted((ROOT / folder).glob("*.py"))
+    if folder != "agents":
+        assert files, f"no Python files in {folder}/"
+    violations = []
+    for path in files:
+        if path in MAY_IMPORT_EVERYTHING:
+            continue
+        for module in _imported_modules(path):
+            layer = _layer_of(module)
+            if layer is not None and layer not in allowed:
+                violations.append(f"{path.relative_to(ROOT)} imports {module}")
+    assert not violations, "layer rule broken:\n" + "\n".join(sorted(violations))
+
+
+def test_the_checker_sees_lazy_imports(tmp_path):
+    """The check would catch a forbidden import hidden inside a function."""
+    path = tmp_path / "lazy.py"
+    path.write_text("def f():\n    from jaxcredit.train import make_train\n    return make_train\n")
+    assert _layer_of(next(m for m in _imported_modules(path) if m.startswith("jaxcredit.train"))) == "jaxcredit.train"
+
+
+# ----- documentation links -----------------------------------------------------------------------
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^(```|~~~)")
+
+
+def _markdown_files() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def _anchors(path: Path) -> set[str]:
+    """GitHub-style anchors of a Markdown file's headings."""
+    anchors, counts, fenced = set(), {}, False
+    for line in path.read_text().splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced or not line.startswith("#"):
+            continue
+        text = line.lstrip("#").strip()
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        n = counts.get(slug, 0)
+        counts[slug] = n + 1
+        anchors.add(slug if n == 0 else f"{slug}-{n}")
+    return anchors
+
+
+def _links(path: Path) -> list[str]:
+    links, fenced = [], False
+    for line in path.read_text().splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+            continue
+        if not fenced:
+            links += [a or b for a, b in LINK.findall(line)]
+    return links
+
+
+def test_every_markdown_link_and_anchor_resolves():
+    broken = []
+    for page in _markdown_files():
+        for link in _links(page):
+            if re.match(r"^[a-z]+:", link):  # http:, https:, mailto:
+                continue
+            target, _, anchor = link.partition("#")
+            resolved = page if not target else (page.parent / target).resolve()
+            if not resolved.exists():
+                broken.append(f"{page.relative_to(ROOT)}: {link} (no such file)")
+            elif anchor and resolved.suffix == ".md" and anchor not in _anchors(resolved):
+                broken.append(f"{page.relative_to(ROOT)}: {link} (no such heading)")
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_the_link_checker_catches_a_broken_anchor(tmp_path):
+    page = tmp_path / "a.md"
+    page.write_text("# Title\n\n## How budgets are matched\n\n```\n# not a heading\n```\n")
+    assert _anchors(page) == {"title", "how-budgets-are-matched"}
+
+
+def test_readme_mentions_nothing_outside_the_repository():
+    text = (ROOT / "README.md").read_text()
+    assert "shared folder" not in text and "../shared" not in text
