@@ -13,6 +13,7 @@ naming it; a partial, garbled or mismatched one raises `ValueError("corrupted ch
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -23,6 +24,7 @@ import numpy as np
 
 from jaxcredit.policy import PolicyConfig, TaskSizes, make_policy_from_sizes
 from jaxcredit.policy_fn import PolicyFn
+from jaxcredit.validation import require_int
 
 FORMAT = "jaxcredit.policy/1"
 
@@ -109,13 +111,16 @@ def load_policy(path: str | os.PathLike) -> tuple[PolicyFn, Any, dict]:
             raise _corrupted(path, f"cannot read its info ({type(error).__name__})") from None
         if not isinstance(info, dict) or info.get("format") != FORMAT:
             raise _corrupted(path, f"info is not a {FORMAT} record")
-        try:
+        try:  # an edited info can hold anything: every failure to rebuild the network is one line
             config = PolicyConfig(**info["policy_config"])
             sizes = TaskSizes(**info["task_sizes"])
-        except (KeyError, TypeError, ValueError) as error:
-            raise _corrupted(path, f"bad policy config or task sizes ({error})") from None
-        init_fn, policy_fn, value_fn = make_policy_from_sizes(config, sizes)
-        abstract = jax.eval_shape(init_fn, jax.random.key(0))
+            for field, value in dataclasses.asdict(sizes).items():
+                require_int(f"task_sizes.{field}", value, 1, 2**31 - 1)
+            init_fn, policy_fn, value_fn = make_policy_from_sizes(config, sizes)
+            abstract = jax.eval_shape(init_fn, jax.random.key(0))
+        except (KeyError, TypeError, ValueError, AssertionError) as error:
+            why = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise _corrupted(path, f"bad policy config or task sizes ({why})") from None
         try:
             params = checkpointer.restore(path, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract)))
             params = params["params"]
