@@ -174,10 +174,13 @@ def write_report(path: str) -> str:
         return _report(path)
 
 
-def write_audit(path: str, audit: dict) -> str:
+def write_audit(path: str, audit: dict, *, locked: bool = False) -> str:
     """Save an audit (the dict of `run_audit`, with a `policy` description) as `path/audit.json`
-    (strict JSON) and write its report, under the directory's lock; returns the report's path."""
-    check_writable_dir(path)
-    with RunLock(path, "audit"):
+    (strict JSON) and write its report, under the directory's lock (`locked`: the caller already
+    holds it, e.g. since before the audit's work); returns the report's path."""
+    if locked:
         _write_json(os.path.join(path, "audit.json"), audit)
         return _report(path)
+    check_writable_dir(path)
+    with RunLock(path, "audit"):
+        return write_audit(path, audit, locked=True)

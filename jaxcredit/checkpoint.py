@@ -111,6 +111,8 @@ def load_policy(path: str | os.PathLike) -> tuple[PolicyFn, Any, dict]:
             raise _corrupted(path, f"cannot read its info ({type(error).__name__})") from None
         if not isinstance(info, dict) or info.get("format") != FORMAT:
             raise _corrupted(path, f"info is not a {FORMAT} record")
+        if not isinstance(info.get("env_name"), str) or not isinstance(info.get("env_config"), dict):
+            raise _corrupted(path, "info needs env_name (a string) and env_config (an object)")
         try:  # an edited info can hold anything: every failure to rebuild the network is one line
             config = PolicyConfig(**info["policy_config"])
             sizes = TaskSizes(**info["task_sizes"])

@@ -9,12 +9,14 @@ print exactly one JSON object on stdout; progress and logs go to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
 import sys
 
 from jaxcredit.env import MAX_TURNS
-from jaxcredit.rundir_io import check_writable_dir, dumps_strict
+from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict
 from jaxcredit.validation import INT32_MAX, parse_int
 
 
@@ -202,7 +204,9 @@ def _audit_policy(args):
         if not os.path.exists(os.path.join(path, "_CHECKPOINT_METADATA")) and os.path.isdir(run_policy):
             path = run_policy  # a run directory: audit one seed's final policy
         policy_fn, params, info = load_policy(path)
-        return make(info["env_name"], **info["env_config"]), policy_fn, params, f"checkpoint {path}"
+        env = _checkpoint_env(path, make, info["env_name"], info["env_config"])
+        _check_fits(path, env, info["task_sizes"])
+        return env, policy_fn, params, f"checkpoint {path}"
     try:
         env_config = json.loads(args.env_config) if args.env_config else {}
     except json.JSONDecodeError:
@@ -230,12 +234,13 @@ def _cmd_audit(args) -> None:
     if args.out:
         check_writable_dir(args.out)  # before the work, not after it
     env, policy_fn, params, description = _audit_policy(args)
-    audit = run_audit(env, policy_fn, params, jax.random.key(args.seed), num_states=args.states,
-                      num_continuations=args.continuations, chunk_states=args.chunk_states,
-                      progress=not args.no_progress)
-    audit["policy"] = description
-    if args.out:
-        audit["report"] = write_audit(args.out, audit)
+    with RunLock(args.out, "audit") if args.out else contextlib.nullcontext():  # --out is ours from the start
+        audit = run_audit(env, policy_fn, params, jax.random.key(args.seed), num_states=args.states,
+                          num_continuations=args.continuations, chunk_states=args.chunk_states,
+                          progress=not args.no_progress)
+        audit["policy"] = description
+        if args.out:
+            audit["report"] = write_audit(args.out, audit, locked=True)
     if args.json:
         _print_json(audit)
     else:
@@ -315,7 +320,7 @@ def _solve_problem(args, env_config: dict | None = None):
             raise CommandError('solve mad takes --tape "_ t04 _ _ t09 _ _ _" (and no --numbers/--target)')
         cells = args.tape.split()
         if env_config is not None:
-            env = make("mad", **env_config)
+            env = _checkpoint_env(args.policy, make, "mad", env_config)
             if len(cells) != env.length:
                 raise CommandError(f"--tape has {len(cells)} cells but the checkpoint's mad has length {env.length}")
             return env, env.parse_tape(args.tape)
@@ -329,7 +334,7 @@ def _solve_problem(args, env_config: dict | None = None):
         numbers = [_parse_int("--numbers", x, low=0) for x in args.numbers]
         target = _parse_int("--target", args.target, low=0)
         if env_config is not None:
-            env = make("arithmetic", **env_config)
+            env = _checkpoint_env(args.policy, make, "arithmetic", env_config)
             if len(numbers) != env.count:
                 raise CommandError(f"--numbers has {len(numbers)} numbers but the checkpoint's arithmetic "
                                    f"has count {env.count}")
@@ -341,8 +346,26 @@ def _solve_problem(args, env_config: dict | None = None):
     raise CommandError(f"unknown environment {args.env!r}; choices: arithmetic, mad")
 
 
+def _checkpoint_env(path: str, make, env_name: str, env_config: dict):
+    """The environment a checkpoint's info describes; an edited, impossible one is one line."""
+    try:
+        return make(env_name, **env_config)
+    except (TypeError, ValueError) as error:
+        raise CommandError(f"corrupted checkpoint {path}: its env_config cannot build {env_name!r} ({error})") from None
+
+
+def _check_fits(path: str, env, sizes: dict) -> None:
+    """Refuse a checkpoint whose network was built for other sizes than its environment's."""
+    from jaxcredit.policy import task_sizes
+
+    expected = task_sizes(env)
+    if dataclasses.asdict(expected) != sizes:
+        raise CommandError(f"corrupted checkpoint {path}: its network has task sizes {sizes} but its environment "
+                           f"{env.name} has {dataclasses.asdict(expected)}")
+
+
 def _load_checkpoint(path: str, env_name: str):
-    """`(policy_fn, params, env_config)` of a policy checkpoint for environment `env_name`."""
+    """`(policy_fn, params, env_config, task_sizes)` of a policy checkpoint for environment `env_name`."""
     from jaxcredit.checkpoint import load_policy
 
     if not os.path.isdir(path):
@@ -355,7 +378,7 @@ def _load_checkpoint(path: str, env_name: str):
         raise CommandError(f"--policy: cannot load checkpoint {path!r}: {type(error).__name__}: {error}") from None
     if info.get("env_name") != env_name:
         raise CommandError(f"--policy: checkpoint {path!r} was trained on {info.get('env_name')!r}, not {env_name!r}")
-    return policy_fn, params, dict(info.get("env_config") or {})
+    return policy_fn, params, dict(info["env_config"]), info["task_sizes"]
 
 
 def _normalise_action(text: str) -> str:
@@ -395,7 +418,7 @@ def _solve_values(env, problem, state, *, policy: str, loaded, turns_left: int):
     if loaded is None:
         values = solver.solve(env, problem, policy=policy, horizon=turns_left)
         return values.v, values.q
-    policy_fn, params, _ = loaded
+    policy_fn, params = loaded[:2]
     if turns_left > 0:  # the network sees this position with exactly `turns_left` turns left
         env = dataclasses.replace(env, max_turns=int(state.turn) + turns_left)
 
@@ -414,6 +437,8 @@ def _cmd_solve(args) -> None:
 
     loaded = None if args.policy in POLICIES else _load_checkpoint(args.policy, args.env)
     env, problem = _solve_problem(args, None if loaded is None else loaded[2])
+    if loaded is not None:
+        _check_fits(args.policy, env, loaded[3])
     state = _replay(env, env.init_problem(problem), args.actions)
     remaining = env.max_turns - int(state.turn)
     turns_left = remaining if args.turns is None else _parse_int("--turns", args.turns, low=0, high=MAX_TURNS)

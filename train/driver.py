@@ -183,8 +183,6 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
             if status == "finished":
                 return read_json(run.summary_path)
         _sync("jaxcredit-run-checked")  # every process has looked before process 0 writes
-        if _is_writer():
-            run.remove_leftovers()
         return _train(run, trainer, status, progress=progress, label=label, stop_after_evals=stop_after_evals)
 
 
@@ -294,7 +292,9 @@ def _train(run: RunDir, trainer: Trainer, status: str, *, progress: bool, label:
         info = _checked_info(run, info, config)
         rows = _resumed_rows(run, info, state, config)
         start, best = info["eval_index"] + 1, info["best_success"]
-    else:  # a new run, or one stopped before its first checkpoint: start from its config
+    if _is_writer():  # only now: a directory refused above is left exactly as it was
+        run.remove_leftovers()
+    if info is None:  # a new run, or one stopped before its first checkpoint: start from its config
         rows = _metric_rows(0, evaluate(state.params), state)
         if _is_writer():
             write_jsonl_atomic(run.metrics_path, rows)

@@ -75,10 +75,19 @@ class RunDir:
         write_json_atomic(self.config_path, config_dict)
 
     def remove_leftovers(self) -> None:
-        """Remove what interrupted writers left (temporary files, half-written checkpoints); the
-        caller holds the lock, so no writer is alive."""
+        """Remove what interrupted writers left: temporary files, and checkpoint directories no
+        pointer names (half-written, or replaced but not yet removed). The caller holds the lock,
+        so no writer is alive."""
         rundir_io.remove_leftovers(self.path)
         rundir_io.remove_leftovers(self.checkpoint_root)
+        if not os.path.isdir(self.checkpoint_root):
+            return
+        for name in ("latest", "best"):
+            info = self.checkpoint_info(name)
+            keep = None if info is None else info["directory"]
+            for entry in sorted(os.listdir(self.checkpoint_root)):
+                if entry.startswith(f"{name}-") and entry != keep:
+                    rundir_io.remove_path(os.path.join(self.checkpoint_root, entry))
 
     def _pointer(self, name: str) -> str:
         return os.path.join(self.checkpoint_root, f"{name}.json")
