@@ -7,6 +7,12 @@ run (`resume=True`) continues from the last segment and produces exactly the met
 uninterrupted one: every random draw is a function of the seed and the iteration number.
 Ctrl-C lands between segments or inside one; either way the last complete segment is on disk.
 
+Safety (see `rundir.py`): everything is validated before any work; the directory is locked while
+this process writes it; `config.json` is written first and `summary.json` last, so a process
+killed between any two file operations leaves a `resumable` or `finished` directory; a resume
+checks the config, the checkpoint pointer and `metrics.jsonl` against the checkpoint before it
+trusts them, and the finishing steps (policies, summary) can be repeated.
+
 Several processes (`jax.distributed`, one run over every process's devices): every process runs
 this same function over the same config; values are gathered to every host before they become
 numbers, only process 0 writes the run directory's files, and every process joins orbax's
