@@ -149,6 +149,27 @@ def test_resume_refuses_missing_or_torn_metrics_naming_the_file(reference_run, t
     assert tree_digest(stopped) == before
 
 
+def test_a_corrupted_checkpoint_is_one_error_without_orbax_noise(reference_run, tmp_path, monkeypatch):
+    """Truncated array data: one ValueError, nothing changed, and none of the "Event loop is closed"
+    tracebacks tensorstore's threads used to print afterwards (hundreds per read, unfiltered)."""
+    _, _, snapshots = reference_run
+    stopped = shutil.copytree(snapshots.copies[snapshots.ops.index(("checkpoint", "checkpoints/best-1"))],
+                              str(tmp_path / "run"))
+    for root, _, files in os.walk(os.path.join(stopped, "checkpoints", "latest-0")):
+        for name in files:
+            if os.sep + "d" in root:  # the array chunks, not the metadata
+                with open(os.path.join(root, name), "r+b") as f:
+                    f.truncate(10)
+    os.remove(os.path.join(stopped, LOCK_NAME))  # the snapshot's stale lock (a resume would take it over)
+    before = tree_digest(stopped)
+    printed = []
+    monkeypatch.setattr(sys, "unraisablehook", printed.append)  # what Python would print
+    with pytest.raises(ValueError, match="corrupted checkpoint .*latest-0"):
+        run_training(CONFIG, stopped, resume=True, progress=False)
+    time.sleep(0.5)  # the late deliveries
+    assert [str(u.exc_value) for u in printed] == [] and tree_digest(stopped) == before
+
+
 def test_crash_in_a_two_cell_sweep_then_resume(tmp_path):
     snapshots = Snapshots(tmp_path / "ref", tmp_path / "snapshots")
     with pytest.MonkeyPatch.context() as patch:

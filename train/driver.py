@@ -189,7 +189,10 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
             if status == "finished":
                 return read_json(run.summary_path)
         _sync("jaxcredit-run-checked")  # every process has looked before process 0 writes
-        return _train(run, trainer, status, progress=progress, label=label, stop_after_evals=stop_after_evals)
+        try:
+            return _train(run, trainer, status, progress=progress, label=label, stop_after_evals=stop_after_evals)
+        finally:
+            run.close()
 
 
 @contextlib.contextmanager

@@ -21,7 +21,6 @@ a filesystem all processes share) and only process 0 touches pointers and old di
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from typing import Any
@@ -30,23 +29,12 @@ import jax
 import orbax.checkpoint as ocp
 
 from jaxcredit import rundir_io
+from jaxcredit.checkpoint import quiet_orbax
 from jaxcredit.rundir_io import read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 
 __all__ = ["RunDir", "read_json", "read_jsonl", "write_json_atomic", "write_jsonl_atomic"]
 
 STATUSES = ("new", "resumable", "finished")
-
-
-class _QuietOrbax:
-    """Silence absl/orbax logging inside the block: their tracebacks would follow our one-line error."""
-
-    def __enter__(self):
-        self.logger = logging.getLogger("absl")
-        self.level = self.logger.level
-        self.logger.setLevel(logging.CRITICAL)
-
-    def __exit__(self, *exc):
-        self.logger.setLevel(self.level)
 
 
 class RunDir:
@@ -59,6 +47,20 @@ class RunDir:
         self.summary_path = os.path.join(self.path, "summary.json")
         self.checkpoint_root = os.path.join(self.path, "checkpoints")
         self.policies_path = os.path.join(self.path, "policies")
+        self._checkpointer = None
+
+    @property
+    def checkpointer(self) -> ocp.StandardCheckpointer:
+        """One orbax checkpointer for every save of this run (about half the cost of a new one per save)."""
+        if self._checkpointer is None:
+            self._checkpointer = ocp.StandardCheckpointer()
+        return self._checkpointer
+
+    def close(self) -> None:
+        """Close the checkpointer (its threads); the next save opens a new one."""
+        if self._checkpointer is not None:
+            self._checkpointer, checkpointer = None, self._checkpointer
+            checkpointer.close()
 
     @property
     def is_complete(self) -> bool:
@@ -108,12 +110,8 @@ class RunDir:
             multihost_utils.sync_global_devices(f"jaxcredit-checkpoint-{name}-{index}")
         if writer:
             rundir_io.before_file_operation("checkpoint", target)
-        checkpointer = ocp.StandardCheckpointer()
-        try:
-            checkpointer.save(target, state)
-            checkpointer.wait_until_finished()
-        finally:
-            checkpointer.close()
+        self.checkpointer.save(target, state)
+        self.checkpointer.wait_until_finished()
         if not writer:
             return
         write_json_atomic(self._pointer(name), {"directory": os.path.basename(target), **info})
@@ -149,13 +147,10 @@ class RunDir:
         if not os.path.isdir(directory):
             raise ValueError(f"corrupted checkpoint: {directory} is missing")
         abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, like)
-        checkpointer = ocp.StandardCheckpointer()
         try:
-            with _QuietOrbax():
-                state = checkpointer.restore(directory, abstract)
+            with quiet_orbax():
+                state = self.checkpointer.restore(directory, abstract)
         except Exception as error:  # orbax raises many kinds; the user needs one clear line
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(f"corrupted checkpoint {directory}: {first[:300]}") from None
-        finally:
-            checkpointer.close()
         return state, info
