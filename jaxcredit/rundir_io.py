@@ -88,12 +88,20 @@ def remove_leftovers(directory: str) -> None:
 
 
 # ----- strict JSON -------------------------------------------------------------------------------
-def _reason(x: float) -> str:
-    return "not a number (undefined: nothing to measure)" if math.isnan(x) else f"{x} is not a JSON number"
+def _non_finite(x: Any) -> bool:
+    return isinstance(x, (float, np.floating)) and not math.isfinite(float(x))
 
 
-def _finite_or_none(x: float) -> float | None:
-    return x if math.isfinite(x) else None
+def _why_null(value: Any) -> str | None:
+    """Why `strict_json` writes `value` (or entries of it) as null; None when it does not."""
+    if _non_finite(value):
+        return "not a number (undefined: nothing to measure)" if math.isnan(value) else f"{value} is not a JSON number"
+    entries = value.ravel().tolist() if isinstance(value, np.ndarray) else value
+    if isinstance(entries, (list, tuple)):
+        bad = [i for i, x in enumerate(entries) if _non_finite(x)]
+        if bad:
+            return f"entries {bad[:10]}{'...' if len(bad) > 10 else ''} were not finite numbers"
+    return None
 
 
 def strict_json(obj: Any) -> Any:
@@ -106,19 +114,8 @@ def strict_json(obj: Any) -> Any:
     if isinstance(obj, dict):
         out = {}
         for key, value in obj.items():
-            value = strict_json(value)
-            out[key] = value
-            reason = None
-            original = obj[key]
-            if isinstance(original, (float, np.floating)) and not math.isfinite(float(original)):
-                reason = _reason(float(original))
-            elif isinstance(original, (list, tuple, np.ndarray)):
-                flat = np.asarray(original, dtype=object).ravel() if not isinstance(original, np.ndarray) \
-                    else original.ravel()
-                bad = [i for i, x in enumerate(flat)
-                       if isinstance(x, (float, np.floating)) and not math.isfinite(float(x))]
-                if bad:
-                    reason = f"entries {bad[:10]}{'...' if len(bad) > 10 else ''} were not finite numbers"
+            out[key] = strict_json(value)
+            reason = _why_null(value)
             if reason is not None and f"{key}_reason" not in obj:
                 out[f"{key}_reason"] = reason
         return out
@@ -131,7 +128,7 @@ def strict_json(obj: Any) -> Any:
     if isinstance(obj, (int, np.integer)):
         return int(obj)
     if isinstance(obj, (float, np.floating)):
-        return _finite_or_none(float(obj))
+        return float(obj) if math.isfinite(float(obj)) else None
     return obj
 
 

@@ -235,15 +235,12 @@ def _check_same_config(run: RunDir, config: TrainConfig) -> None:
                          f"{differences}")
 
 
-def _checked_info(run: RunDir, info: dict, config: TrainConfig) -> dict:
-    """The latest checkpoint's pointer after checking its fields (`ValueError` naming the file)."""
+def _check_info(run: RunDir, info: dict, config: TrainConfig) -> None:
+    """Raise `ValueError` naming the file unless the latest checkpoint's pointer holds an evaluation
+    index of this run and a best success in [-1, 1]."""
     where = f"corrupted checkpoint pointer {run.checkpoint_root}/latest.json"
-    try:
-        require_int(f"{where}: eval_index", info.get("eval_index"), 0, config.num_evals)
-        require_float(f"{where}: best_success", info.get("best_success"), -1.0, 1.0)
-    except ValueError as error:
-        raise ValueError(str(error)) from None
-    return info
+    require_int(f"{where}: eval_index", info.get("eval_index"), 0, config.num_evals)
+    require_float(f"{where}: best_success", info.get("best_success"), -1.0, 1.0)
 
 
 def _resumed_rows(run: RunDir, info: dict, state, config: TrainConfig) -> list[dict]:
@@ -290,15 +287,19 @@ def _train(run: RunDir, trainer: Trainer, status: str, *, progress: bool, label:
     """The run itself, under the lock: restore or start, segments, evaluations, checkpoints, finish."""
     config = trainer.config
     info = run.checkpoint_info("latest") if status == "resumable" else None
-    if info is None and status == "new" and _is_writer():
-        run.create(config.to_dict())  # first: from here on the directory is resumable
+    if info is not None:
+        _check_info(run, info, config)
+    if info is None and _is_writer():
+        if status == "new":
+            run.create(config.to_dict())  # first: from here on the directory is resumable
+        else:
+            rundir_io.make_dirs(run.checkpoint_root)  # stopped before its first checkpoint
     seeds = jnp.arange(config.num_seeds, dtype=jnp.int32) + config.seed
     init, segment, evaluate = compiled_programs(config)
     state = _replicated(init(seeds), config.shard_devices)
 
     if info is not None:
         state, info = run.restore_checkpoint("latest", state)
-        info = _checked_info(run, info, config)
         rows = _resumed_rows(run, info, state, config)
         start, best = info["eval_index"] + 1, info["best_success"]
     if _is_writer():  # only now: a directory refused above is left exactly as it was
