@@ -135,18 +135,22 @@ def test_an_exception_at_a_file_operation_then_resume(at, reference_run, tmp_pat
 def test_resume_refuses_missing_or_torn_metrics_naming_the_file(reference_run, tmp_path):
     _, _, snapshots = reference_run
     stopped = snapshots.copies[snapshots.ops.index(("checkpoint", "checkpoints/latest-1"))]  # at evaluation 1
-    before = tree_digest(stopped)
-    for damage, message in ((lambda p: os.remove(p), "metrics.jsonl is missing"),
-                            (lambda p: open(p, "a").write('{"eval_index": 1, "seed'), "line 5 is torn"),
-                            (lambda p: open(p, "w").writelines(open(p + ".bak").readlines()[2:]),
-                             r"lacks the rows of evaluation\(s\) \[0\]")):
+    lines = open(os.path.join(stopped, "metrics.jsonl")).readlines()  # evaluations 0 and 1, two seeds each
+    damages = {"metrics.jsonl is missing": None,
+               "line 5 is torn": lines + ['{"eval_index": 1, "seed'],
+               r"lacks the rows of evaluation\(s\) \[0\]": lines[2:]}
+    for message, damaged_lines in damages.items():
         damaged = shutil.copytree(stopped, str(tmp_path / f"damaged-{len(os.listdir(tmp_path))}"))
+        os.remove(os.path.join(damaged, LOCK_NAME))  # the snapshot's stale lock (a resume would take it over)
         path = os.path.join(damaged, "metrics.jsonl")
-        shutil.copy(path, path + ".bak")
-        damage(path)
+        os.remove(path)
+        if damaged_lines is not None:
+            with open(path, "w") as f:
+                f.writelines(damaged_lines)
+        before = tree_digest(damaged)
         with pytest.raises(ValueError, match=message):
             run_training(CONFIG, damaged, resume=True, progress=False)
-    assert tree_digest(stopped) == before
+        assert tree_digest(damaged) == before
 
 
 def test_a_corrupted_checkpoint_is_one_error_without_orbax_noise(reference_run, tmp_path, monkeypatch):
