@@ -59,7 +59,10 @@ def sign_agreement(credit_a: np.ndarray, credit_b: np.ndarray, valid: np.ndarray
         signal = magnitude[rows, top] > 0
         agree += int((np.sign(chooser[rows, top]) == np.sign(other[rows, top]))[signal].sum())
         compared += int(signal.sum())
-    return {"agreement": agree / compared if compared else float("nan"), "num_compared": compared // 2}
+    if not compared:
+        return {"agreement": float("nan"), "agreement_reason": "no state had a nonzero credit to compare",
+                "num_compared": 0}
+    return {"agreement": agree / compared, "num_compared": compared // 2}
 
 
 def split_half_correlation(credit_a: np.ndarray, credit_b: np.ndarray, valid: np.ndarray) -> dict:
@@ -68,7 +71,9 @@ def split_half_correlation(credit_a: np.ndarray, credit_b: np.ndarray, valid: np
     a = np.asarray(credit_a, np.float64)[np.asarray(valid, bool)]
     b = np.asarray(credit_b, np.float64)[np.asarray(valid, bool)]
     if a.size < 2 or a.std() == 0 or b.std() == 0:
-        return {"correlation": float("nan"), "spearman_brown": float("nan"), "num_pairs": int(a.size)}
+        why = "fewer than 2 (state, action) pairs" if a.size < 2 else "a half has no variance"
+        return {"correlation": float("nan"), "spearman_brown": float("nan"), "num_pairs": int(a.size),
+                "correlation_reason": why, "spearman_brown_reason": why}
     r = float(np.corrcoef(a, b)[0, 1])
     return {"correlation": r, "spearman_brown": 2 * r / (1 + r) if r > -1 else float("nan"), "num_pairs": int(a.size)}
 

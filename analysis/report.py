@@ -7,7 +7,6 @@ and then `report.md`, which links only files that exist (checked before it is wr
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -24,19 +23,18 @@ from jaxcredit.analysis.rundirs import (
     seed_measures,
     sweep_cells,
 )
+from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, write_text_atomic
 
 CURVE_AXES = {"steps": "total_env_steps", "attempts": "main_episodes"}
 
 
 def _write(path: str, text: str) -> None:
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write_text_atomic(path, text)
 
 
 def _write_json(path: str, obj) -> None:
-    _write(path, json.dumps(obj, indent=2, sort_keys=False, default=float) + "\n")
+    """Strict JSON (a NaN becomes null with a `<key>_reason`), atomically."""
+    _write(path, dumps_strict(obj, indent=2, sort_keys=False, default=float) + "\n")
 
 
 def markdown_links(text: str) -> list[str]:
@@ -160,16 +158,29 @@ def _audit_report(path: str) -> str:
     return _finish(path, "\n".join(lines))
 
 
-def write_report(path: str) -> str:
-    """Write `report.md` (and its plots and cards) for the sweep, run or audit directory `path`;
-    returns the report's path. Raises `FileNotFoundError`/`ValueError` for anything else."""
+def _report(path: str) -> str:
     kind = kind_of(path)
     return {"sweep": _sweep_report, "run": _run_report, "audit": _audit_report}[kind](os.path.abspath(path))
 
 
-def write_audit(path: str, audit: dict) -> str:
+def write_report(path: str) -> str:
+    """Write `report.md` (and its plots and cards) for the sweep, run or audit directory `path`;
+    returns the report's path. Holds the directory's lock while writing (a run or sweep still
+    being written refuses with one line naming its process). Raises `FileNotFoundError`/`ValueError`
+    for anything else."""
+    kind_of(path)  # a directory of the right kind, before the lock is taken
+    check_writable_dir(path, "report directory")
+    with RunLock(path, "report"):
+        return _report(path)
+
+
+def write_audit(path: str, audit: dict, *, locked: bool = False) -> str:
     """Save an audit (the dict of `run_audit`, with a `policy` description) as `path/audit.json`
-    and write its report; returns the report's path."""
-    os.makedirs(path, exist_ok=True)
-    _write_json(os.path.join(path, "audit.json"), audit)
-    return write_report(path)
+    (strict JSON) and write its report, under the directory's lock (`locked`: the caller already
+    holds it, e.g. since before the audit's work); returns the report's path."""
+    if locked:
+        _write_json(os.path.join(path, "audit.json"), audit)
+        return _report(path)
+    check_writable_dir(path)
+    with RunLock(path, "audit"):
+        return write_audit(path, audit, locked=True)

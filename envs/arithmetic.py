@@ -20,7 +20,8 @@ Vocabulary: digits 0-9 are tokens 0-9, `BLANK` 10, `TARGET` 11, `LIVE` 12, `DEAD
 turns left t in `[0, max_turns]` is `15 + t` (vocabulary 15, or 16 + max_turns with turns left).
 D is the number of digits of the value bound `max(2, max_number) ** C`: every reachable value
 is at most that (`x + y <= x * y` once both are >= 2, `- /` never grow), and the configuration
-is refused unless the bound fits in int32, so values stay exact and never overflow.
+is refused unless the bound has at most 9 digits (`MAX_VALUE`), so values and the int32 digit
+arithmetic of the observation (`10**D` must be an int32) stay exact and never overflow.
 
 Positions: the path of accepted combinations (UNDO must know the history). At depth k (k
 combinations done) there are `r_k = 4 (C - k)(C - k - 1)` local choices: the rank of i among
@@ -41,12 +42,13 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxcredit.env import Environment, State, require_in_range, tree_select
-from jaxcredit.envs.problems import FAMILIES, INT32_LIMIT, OPS, ArithmeticProblem, apply_op, get_family
+from jaxcredit.env import MAX_TURNS, Environment, State, require_in_range, tree_select
+from jaxcredit.envs.problems import FAMILIES, OPS, ArithmeticProblem, apply_op, get_family
 
 BLANK, TARGET, LIVE, DEAD, ACT, TURNS_LEFT = 10, 11, 12, 13, 14, 15
 MAX_COUNT = 5
 NUM_CANDIDATES = 32  # sample_problem draws this many candidate problems and keeps the first accepted
+MAX_VALUE = 10**9 - 1  # at most 9 digits: the observation computes 10**digits in int32
 
 
 def _compiled(method):
@@ -97,15 +99,16 @@ class Arithmetic(Environment):
         owner = "arithmetic"
         spec = get_family(self.family)
         require_in_range(owner, "count", self.count, 2, MAX_COUNT)
-        require_in_range(owner, "max_turns", self.max_turns, self.count)  # C-1 combinations + FINAL
+        require_in_range(owner, "max_turns", self.max_turns, self.count, MAX_TURNS)  # C-1 combinations + FINAL
         for field in ("require_all_used", "include_turns_left"):
             if not isinstance(getattr(self, field), bool):
                 raise ValueError(f"{owner}.{field} must be True or False, got {getattr(self, field)!r}")
         if self.max_number is not None:
             require_in_range(owner, "max_number", self.max_number, spec.number_high)
-        if self.value_bound > INT32_LIMIT:
+        if self.value_bound > MAX_VALUE:
             raise ValueError(f"{owner}: values can reach max(2, max_number)**count = {self.value_bound}, "
-                             f"past int32; lower count or max_number")
+                             f"{len(str(self.value_bound))} digits; observations hold at most {len(str(MAX_VALUE))} "
+                             "(int32 digit arithmetic); lower count or max_number")
 
     # ----- sizes -----
     @property
@@ -230,10 +233,13 @@ class Arithmetic(Environment):
 
     def make_problem(self, numbers, target) -> ArithmeticProblem:
         """Host: a validated problem from Python ints; raises `ValueError`."""
-        problem = ArithmeticProblem(numbers=np.asarray(numbers, np.int32).reshape(-1),
-                                    target=np.asarray(target, np.int32).reshape(()))
-        if len(problem.numbers) != self.count:
-            raise ValueError(f"arithmetic needs exactly {self.count} numbers (count), got {len(problem.numbers)}")
+        numbers = [require_in_range("arithmetic", "numbers", x, 0, self.number_limit)
+                   for x in np.asarray(numbers, object).reshape(-1)]  # before any int32 cast
+        if len(numbers) != self.count:
+            raise ValueError(f"arithmetic needs exactly {self.count} numbers (count), got {len(numbers)}")
+        target = require_in_range("arithmetic", "target", np.asarray(target, object).reshape(())[()], 0,
+                                  self.value_bound)
+        problem = ArithmeticProblem(numbers=np.asarray(numbers, np.int32), target=np.asarray(target, np.int32))
         self.check_problem(problem)
         return problem
 

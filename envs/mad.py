@@ -24,10 +24,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcredit.env import Environment, State, require_in_range
+from jaxcredit.env import MAX_TURNS, Environment, State, require_in_range
 
 BLANK = -1
 MAX_LENGTH = 16  # positions are 2**length bitmasks; the exact solver enumerates them all
+MAX_TOKENS = 2**30 - 2  # observation tokens reach 2 + 2 * num_tokens, which must stay an int32
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,10 +45,10 @@ class MadSelectiveCopy(Environment):
     def __post_init__(self):
         owner = "mad"
         require_in_range(owner, "length", self.length, 1, MAX_LENGTH)
-        require_in_range(owner, "num_tokens", self.num_tokens, 1)
+        require_in_range(owner, "num_tokens", self.num_tokens, 1, MAX_TOKENS)
         require_in_range(owner, "min_useful", self.min_useful, 0, self.length)
         require_in_range(owner, "max_useful", self.max_useful, self.min_useful, self.length)
-        require_in_range(owner, "max_turns", self.max_turns, 1)
+        require_in_range(owner, "max_turns", self.max_turns, 1, MAX_TURNS)
 
     # ----- sizes -----
     @property
@@ -100,10 +101,12 @@ class MadSelectiveCopy(Environment):
         for cell in cells:
             if cell == "_":
                 tape.append(BLANK)
-            elif len(cell) > 1 and cell[0] == "t" and cell[1:].isdigit():
+            elif len(cell) > 1 and cell[0] == "t" and cell[1:].isascii() and cell[1:].isdigit():
+                if len(cell) > 11 or int(cell[1:]) >= self.num_tokens:  # checked before the int32 cast
+                    raise ValueError(f"mad tape cell {cell!r}: token ids are t00..t{self.num_tokens - 1:02d}")
                 tape.append(int(cell[1:]))
             else:
-                raise ValueError(f"unknown tape cell {cell!r}: use '_' for blank or tNN for a token")
+                raise ValueError(f"unknown tape cell {cell!r}: use '_' for blank or tNN for a token (ASCII digits)")
         tape = np.asarray(tape, np.int32)
         self.check_problem(tape)
         return tape

@@ -26,6 +26,7 @@ from jaxcredit.policy import (
     task_sizes,
 )
 from jaxcredit.rollout import BranchResult, Trajectory, branch_returns, replay, rollout
+from jaxcredit.rundir_io import RunLock, strict_json
 from jaxcredit.sharding import batch_mesh, batch_sharding, constrain_batch, initialize_distributed, shard_batch
 from jaxcredit.solver import (
     Graph,
@@ -40,6 +41,7 @@ from jaxcredit.solver import (
     uniform_policy,
 )
 from jaxcredit.solver_batch import BatchSolution, solve_batch
+from jaxcredit.validation import parse_int, require_float, require_int
 
 __all__ = [
     "ACCOUNTS",
@@ -75,20 +77,25 @@ __all__ = [
     "network_policy_probs",
     "optimal_values",
     "outcome_advantage",
+    "parse_int",
     "PolicyConfig",
     "PolicyNetwork",
     "positions_reached",
     "reachable",
     "record",
     "replay",
+    "require_float",
     "require_in_range",
+    "require_int",
     "rollout",
+    "RunLock",
     "save_policy",
     "shard_batch",
     "solve_batch",
     "solver_action_advantage",
     "solver_advantage",
     "State",
+    "strict_json",
     "task_sizes",
     "TaskSizes",
     "Trajectory",

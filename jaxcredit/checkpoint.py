@@ -13,9 +13,12 @@ naming it; a partial, garbled or mismatched one raises `ValueError("corrupted ch
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import logging
 import os
+import sys
 from typing import Any
 
 import jax
@@ -23,6 +26,7 @@ import numpy as np
 
 from jaxcredit.policy import PolicyConfig, TaskSizes, make_policy_from_sizes
 from jaxcredit.policy_fn import PolicyFn
+from jaxcredit.validation import require_int
 
 FORMAT = "jaxcredit.policy/1"
 
@@ -77,9 +81,45 @@ def save_policy(
     }
     ocp, checkpointer = _checkpointer()
     params = jax.tree_util.tree_map(np.asarray, params)
-    checkpointer.save(path, args=ocp.args.Composite(params=ocp.args.StandardSave(params),
-                                                    info=ocp.args.JsonSave(info)), force=overwrite)
+    try:
+        checkpointer.save(path, args=ocp.args.Composite(params=ocp.args.StandardSave(params),
+                                                        info=ocp.args.JsonSave(info)), force=overwrite)
+    finally:
+        checkpointer.close()
     return path
+
+
+def _ignore_closed_event_loops() -> None:
+    """Drop one kind of unraisable exception, process-wide: `RuntimeError("Event loop is closed")`.
+    After a failed read, tensorstore still delivers the results of the reads orbax stopped waiting
+    for to the event loop orbax has closed; each delivery raises this inside tensorstore's thread
+    and Python prints it as a traceback. It is never about anything but that closed loop."""
+    previous = sys.unraisablehook
+    if getattr(previous, "ignores_closed_event_loops", False):
+        return
+
+    def hook(unraisable):
+        error = unraisable.exc_value
+        if not (isinstance(error, RuntimeError) and str(error) == "Event loop is closed"):
+            previous(unraisable)
+
+    hook.ignores_closed_event_loops = True
+    sys.unraisablehook = hook
+
+
+@contextlib.contextmanager
+def quiet_orbax():
+    """Keep orbax's noise out of a read, so a bad checkpoint is our one line: absl logging (orbax's
+    own tracebacks) is off inside the block, and "Event loop is closed" tracebacks that tensorstore's
+    threads print after a failed read are dropped (`_ignore_closed_event_loops`)."""
+    _ignore_closed_event_loops()
+    absl_logger = logging.getLogger("absl")
+    level = absl_logger.level
+    absl_logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        absl_logger.setLevel(level)
 
 
 def _corrupted(path: str, why: str) -> ValueError:
@@ -99,30 +139,34 @@ def load_policy(path: str | os.PathLike) -> tuple[PolicyFn, Any, dict]:
     ocp, checkpointer = _checkpointer()
     if not ocp.utils.is_checkpoint_finalized(path):
         raise _corrupted(path, "the write never finished (an orbax temporary directory)")
-    absl_logger = logging.getLogger("absl")
-    level = absl_logger.level
-    absl_logger.setLevel(logging.CRITICAL)  # orbax logs its own tracebacks; ours is one line
     try:
         try:
-            info = checkpointer.restore(path, args=ocp.args.Composite(info=ocp.args.JsonRestore()))["info"]
+            with quiet_orbax():
+                info = checkpointer.restore(path, args=ocp.args.Composite(info=ocp.args.JsonRestore()))["info"]
         except Exception as error:  # noqa: BLE001 - any orbax failure here is a bad checkpoint
             raise _corrupted(path, f"cannot read its info ({type(error).__name__})") from None
         if not isinstance(info, dict) or info.get("format") != FORMAT:
             raise _corrupted(path, f"info is not a {FORMAT} record")
-        try:
+        if not isinstance(info.get("env_name"), str) or not isinstance(info.get("env_config"), dict):
+            raise _corrupted(path, "info needs env_name (a string) and env_config (an object)")
+        try:  # an edited info can hold anything: every failure to rebuild the network is one line
             config = PolicyConfig(**info["policy_config"])
             sizes = TaskSizes(**info["task_sizes"])
-        except (KeyError, TypeError, ValueError) as error:
-            raise _corrupted(path, f"bad policy config or task sizes ({error})") from None
-        init_fn, policy_fn, value_fn = make_policy_from_sizes(config, sizes)
-        abstract = jax.eval_shape(init_fn, jax.random.key(0))
+            for field, value in dataclasses.asdict(sizes).items():
+                require_int(f"task_sizes.{field}", value, 1, 2**31 - 1)
+            init_fn, policy_fn, value_fn = make_policy_from_sizes(config, sizes)
+            abstract = jax.eval_shape(init_fn, jax.random.key(0))
+        except (KeyError, TypeError, ValueError, AssertionError) as error:
+            why = str(error).splitlines()[0] if str(error) else type(error).__name__
+            raise _corrupted(path, f"bad policy config or task sizes ({why})") from None
         try:
-            params = checkpointer.restore(path, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract)))
+            with quiet_orbax():
+                params = checkpointer.restore(path, args=ocp.args.Composite(params=ocp.args.StandardRestore(abstract)))
             params = params["params"]
         except Exception as error:  # noqa: BLE001
             raise _corrupted(path, f"cannot read its parameters ({type(error).__name__})") from None
     finally:
-        absl_logger.setLevel(level)
+        checkpointer.close()
     shapes = jax.tree_util.tree_map(lambda x: tuple(x.shape), params)
     if shapes != jax.tree_util.tree_map(lambda x: tuple(x.shape), abstract):
         raise _corrupted(path, "parameter shapes do not match its policy config")

@@ -9,18 +9,43 @@ print exactly one JSON object on stdout; progress and logs go to stderr.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import os
 import sys
+
+from jaxcredit.env import MAX_TURNS
+from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict
+from jaxcredit.validation import INT32_MAX, parse_int
 
 
 class CommandError(Exception):
     """A user-facing error: printed as one line, exit code 2."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line (`jaxcredit: error: ...`, exit code 2), like ours."""
+
+    def error(self, message: str):
+        command = self.prog.partition(" ")[2]
+        self.exit(2, f"jaxcredit: error: {command + ': ' if command else ''}{' '.join(message.split())}\n")
+
+
+def _integer(low: int | None = 0, high: int | None = INT32_MAX):
+    """An argparse type: an integer in ASCII digits within `[low, high]` (`validation.parse_int`)."""
+    def parse(text: str) -> int:
+        try:
+            return parse_int("the value", text, low, high)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error).replace("the value ", "")) from None
+
+    return parse
+
+
 def _print_json(obj) -> None:
-    json.dump(obj, sys.stdout, indent=None, sort_keys=False)
-    sys.stdout.write("\n")
+    """One strict JSON object on stdout (NaN and infinity become null with a reason)."""
+    sys.stdout.write(dumps_strict(obj) + "\n")
 
 
 def _batch_sizes(text: str) -> list[int]:
@@ -68,8 +93,6 @@ def _play_setup(args):
         env = make("arithmetic", family=family.name, **overrides)
         drawn = problems(family.name, 1, args.seed, count=env.count)
         return env, env.init_problem(jax.tree_util.tree_map(lambda x: x[0], drawn))
-    if min(args.numbers) < 0 or args.target < 0:
-        raise CommandError("--numbers and --target must be non-negative integers")
     env = make("arithmetic", family=family.name, count=len(args.numbers),
                max_number=max(family.number_high, *args.numbers), **overrides)
     return env, env.init_problem(env.make_problem(args.numbers, args.target))
@@ -181,7 +204,9 @@ def _audit_policy(args):
         if not os.path.exists(os.path.join(path, "_CHECKPOINT_METADATA")) and os.path.isdir(run_policy):
             path = run_policy  # a run directory: audit one seed's final policy
         policy_fn, params, info = load_policy(path)
-        return make(info["env_name"], **info["env_config"]), policy_fn, params, f"checkpoint {path}"
+        env = _checkpoint_env(path, make, info["env_name"], info["env_config"])
+        _check_fits(path, env, info["task_sizes"])
+        return env, policy_fn, params, f"checkpoint {path}"
     try:
         env_config = json.loads(args.env_config) if args.env_config else {}
     except json.JSONDecodeError:
@@ -206,13 +231,16 @@ def _cmd_audit(args) -> None:
 
     from jaxcredit.analysis import audit_markdown_summary, run_audit, write_audit
 
-    env, policy_fn, params, description = _audit_policy(args)
-    audit = run_audit(env, policy_fn, params, jax.random.key(args.seed), num_states=args.states,
-                      num_continuations=args.continuations, chunk_states=args.chunk_states,
-                      progress=not args.no_progress)
-    audit["policy"] = description
     if args.out:
-        audit["report"] = write_audit(args.out, audit)
+        check_writable_dir(args.out)  # before the work, not after it
+    env, policy_fn, params, description = _audit_policy(args)
+    with RunLock(args.out, "audit") if args.out else contextlib.nullcontext():  # --out is ours from the start
+        audit = run_audit(env, policy_fn, params, jax.random.key(args.seed), num_states=args.states,
+                          num_continuations=args.continuations, chunk_states=args.chunk_states,
+                          progress=not args.no_progress)
+        audit["policy"] = description
+        if args.out:
+            audit["report"] = write_audit(args.out, audit, locked=True)
     if args.json:
         _print_json(audit)
     else:
@@ -250,14 +278,14 @@ def _cmd_compare(args) -> None:
 def _add_analysis_commands(commands) -> None:
     audit = commands.add_parser("audit", help="label reliability audit of a policy's Monte Carlo action credit")
     audit.add_argument("--checkpoint", help="policy checkpoint (or run directory: its policies/seed-I)")
-    audit.add_argument("--seed-index", type=int, default=0, help="which seed of a run directory (default 0)")
+    audit.add_argument("--seed-index", type=_integer(), default=0, help="which seed of a run directory (default 0)")
     audit.add_argument("--env", default="mad", help="without --checkpoint: mad or arithmetic")
     audit.add_argument("--env-config", help='without --checkpoint: JSON overrides, e.g. \'{"length": 5}\'')
     audit.add_argument("--policy", default="network", help="without --checkpoint: network (untrained) or uniform")
-    audit.add_argument("--states", type=int, default=605, help="sampled states, one per episode (default 605)")
-    audit.add_argument("--continuations", type=int, default=64, help="K per action, two halves (default 64)")
-    audit.add_argument("--chunk-states", type=int, default=64, help="states per continuation call")
-    audit.add_argument("--seed", type=int, default=0, help="seed of problems, episodes and continuations")
+    audit.add_argument("--states", type=_integer(1), default=605, help="sampled states, one per episode (default 605)")
+    audit.add_argument("--continuations", type=_integer(2), default=64, help="K per action, two halves (default 64)")
+    audit.add_argument("--chunk-states", type=_integer(1), default=64, help="states per continuation call")
+    audit.add_argument("--seed", type=_integer(), default=0, help="seed of problems, episodes and continuations")
     audit.add_argument("--out", help="write audit.json, card, plots and report.md here")
     audit.add_argument("--no-progress", action="store_true", help="no progress bar")
     audit.add_argument("--json", action="store_true", help="print one JSON object on stdout")
@@ -278,14 +306,8 @@ def _add_analysis_commands(commands) -> None:
     compare.set_defaults(handler=_cmd_compare)
 
 # ----- solve: exact values of one position ------------------------------------------------------
-def _parse_int(option: str, text: str, *, low: int | None = None) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise CommandError(f"{option} must be an integer, got {text!r}") from None
-    if low is not None and value < low:
-        raise CommandError(f"{option} must be >= {low}, got {value}")
-    return value
+def _parse_int(option: str, text: str, *, low: int | None = None, high: int | None = INT32_MAX) -> int:
+    return parse_int(option, text, low, high)
 
 
 def _solve_problem(args, env_config: dict | None = None):
@@ -298,7 +320,7 @@ def _solve_problem(args, env_config: dict | None = None):
             raise CommandError('solve mad takes --tape "_ t04 _ _ t09 _ _ _" (and no --numbers/--target)')
         cells = args.tape.split()
         if env_config is not None:
-            env = make("mad", **env_config)
+            env = _checkpoint_env(args.policy, make, "mad", env_config)
             if len(cells) != env.length:
                 raise CommandError(f"--tape has {len(cells)} cells but the checkpoint's mad has length {env.length}")
             return env, env.parse_tape(args.tape)
@@ -309,10 +331,10 @@ def _solve_problem(args, env_config: dict | None = None):
     if args.env == "arithmetic":
         if args.numbers is None or args.target is None or args.tape is not None:
             raise CommandError("solve arithmetic takes --numbers N [N ...] --target N (and no --tape)")
-        numbers = [_parse_int("--numbers", x) for x in args.numbers]
-        target = _parse_int("--target", args.target)
+        numbers = [_parse_int("--numbers", x, low=0) for x in args.numbers]
+        target = _parse_int("--target", args.target, low=0)
         if env_config is not None:
-            env = make("arithmetic", **env_config)
+            env = _checkpoint_env(args.policy, make, "arithmetic", env_config)
             if len(numbers) != env.count:
                 raise CommandError(f"--numbers has {len(numbers)} numbers but the checkpoint's arithmetic "
                                    f"has count {env.count}")
@@ -324,8 +346,26 @@ def _solve_problem(args, env_config: dict | None = None):
     raise CommandError(f"unknown environment {args.env!r}; choices: arithmetic, mad")
 
 
+def _checkpoint_env(path: str, make, env_name: str, env_config: dict):
+    """The environment a checkpoint's info describes; an edited, impossible one is one line."""
+    try:
+        return make(env_name, **env_config)
+    except (TypeError, ValueError) as error:
+        raise CommandError(f"corrupted checkpoint {path}: its env_config cannot build {env_name!r} ({error})") from None
+
+
+def _check_fits(path: str, env, sizes: dict) -> None:
+    """Refuse a checkpoint whose network was built for other sizes than its environment's."""
+    from jaxcredit.policy import task_sizes
+
+    expected = task_sizes(env)
+    if dataclasses.asdict(expected) != sizes:
+        raise CommandError(f"corrupted checkpoint {path}: its network has task sizes {sizes} but its environment "
+                           f"{env.name} has {dataclasses.asdict(expected)}")
+
+
 def _load_checkpoint(path: str, env_name: str):
-    """`(policy_fn, params, env_config)` of a policy checkpoint for environment `env_name`."""
+    """`(policy_fn, params, env_config, task_sizes)` of a policy checkpoint for environment `env_name`."""
     from jaxcredit.checkpoint import load_policy
 
     if not os.path.isdir(path):
@@ -338,7 +378,7 @@ def _load_checkpoint(path: str, env_name: str):
         raise CommandError(f"--policy: cannot load checkpoint {path!r}: {type(error).__name__}: {error}") from None
     if info.get("env_name") != env_name:
         raise CommandError(f"--policy: checkpoint {path!r} was trained on {info.get('env_name')!r}, not {env_name!r}")
-    return policy_fn, params, dict(info.get("env_config") or {})
+    return policy_fn, params, dict(info["env_config"]), info["task_sizes"]
 
 
 def _normalise_action(text: str) -> str:
@@ -378,7 +418,7 @@ def _solve_values(env, problem, state, *, policy: str, loaded, turns_left: int):
     if loaded is None:
         values = solver.solve(env, problem, policy=policy, horizon=turns_left)
         return values.v, values.q
-    policy_fn, params, _ = loaded
+    policy_fn, params = loaded[:2]
     if turns_left > 0:  # the network sees this position with exactly `turns_left` turns left
         env = dataclasses.replace(env, max_turns=int(state.turn) + turns_left)
 
@@ -397,9 +437,11 @@ def _cmd_solve(args) -> None:
 
     loaded = None if args.policy in POLICIES else _load_checkpoint(args.policy, args.env)
     env, problem = _solve_problem(args, None if loaded is None else loaded[2])
+    if loaded is not None:
+        _check_fits(args.policy, env, loaded[3])
     state = _replay(env, env.init_problem(problem), args.actions)
     remaining = env.max_turns - int(state.turn)
-    turns_left = remaining if args.turns is None else _parse_int("--turns", args.turns, low=0)
+    turns_left = remaining if args.turns is None else _parse_int("--turns", args.turns, low=0, high=MAX_TURNS)
     v, q = _solve_values(env, problem, state, policy=args.policy, loaded=loaded, turns_left=turns_left)
     position = int(env.position_index(state))
     value = float(v[turns_left, position])
@@ -417,7 +459,7 @@ def _cmd_solve(args) -> None:
 
 
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="jaxcredit", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="jaxcredit", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     bench = commands.add_parser("bench", help="measure ours against baselines, side by side")
@@ -430,11 +472,11 @@ def _build_parser() -> argparse.ArgumentParser:
     play = commands.add_parser("play", help="play one episode through the text protocol on stdin")
     play.add_argument("env", choices=["arithmetic", "mad"], help="which environment")
     play.add_argument("--family", help="arithmetic problem family to draw from (default: default)")
-    play.add_argument("--seed", type=int, default=0, help="which problem to draw (default 0)")
-    play.add_argument("--numbers", type=int, nargs="+", help="arithmetic: the starting numbers")
-    play.add_argument("--target", type=int, help="arithmetic: the target")
+    play.add_argument("--seed", type=_integer(), default=0, help="which problem to draw (default 0)")
+    play.add_argument("--numbers", type=_integer(), nargs="+", help="arithmetic: the starting numbers")
+    play.add_argument("--target", type=_integer(), help="arithmetic: the target")
     play.add_argument("--tape", help='mad: the tape, e.g. "_ t04 _ _ t09 _ _ _"')
-    play.add_argument("--turns", type=int, help="max_turns for this episode")
+    play.add_argument("--turns", type=_integer(None, None), help="max_turns for this episode")
     play.set_defaults(handler=_cmd_play)
 
     train = commands.add_parser("train", help="train one configuration (all its seeds) into a run directory")
@@ -450,14 +492,14 @@ def _build_parser() -> argparse.ArgumentParser:
                             "batch is split over all their devices; settings from the options below or "
                             "JAXCREDIT_COORDINATOR/_NUM_PROCESSES/_PROCESS_ID or the cluster (SLURM, MPI, TPU)")
     train.add_argument("--coordinator", default=None, metavar="HOST:PORT", help="process 0's address (distributed)")
-    train.add_argument("--num-processes", type=int, default=None, help="how many processes (distributed)")
-    train.add_argument("--process-id", type=int, default=None, help="this process, 0 .. N-1 (distributed)")
+    train.add_argument("--num-processes", type=_integer(1), default=None, help="how many processes (distributed)")
+    train.add_argument("--process-id", type=_integer(), default=None, help="this process, 0 .. N-1 (distributed)")
     train.set_defaults(handler=_cmd_train)
 
     sweep = commands.add_parser("sweep", help="a budget-matched sweep of arms x regimes x seeds")
     sweep.add_argument("--preset", required=True, help="quick, mad-study or arithmetic-study")
     sweep.add_argument("--out", required=True, help="sweep directory")
-    sweep.add_argument("--seeds", type=int, default=None, help="override the preset's number of seeds")
+    sweep.add_argument("--seeds", type=_integer(1), default=None, help="override the preset's number of seeds")
     sweep.add_argument("--resume", action="store_true", help="continue the sweep in --out (or start it)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
     sweep.add_argument("--json", action="store_true", help="print the table as one JSON object")
@@ -484,7 +526,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
         args.handler(args)
-    except (CommandError, ValueError, FileNotFoundError) as error:
+    except (CommandError, ValueError, OSError) as error:
         if os.environ.get("JAXCREDIT_DEBUG"):
             raise
         message = str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -20,6 +20,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
+from jaxcredit.validation import require_int
+
+MAX_TURNS = 1024  # episodes scan over max_turns steps and the solver over as many turns left: keep them bounded
 Problem = Any  # a pytree of arrays describing one problem (a tape, a set of numbers)
 EnvState = Any  # a pytree of arrays: the environment-specific part of the state
 
@@ -185,9 +188,11 @@ class Environment(abc.ABC):
 
         An ended episode is returned unchanged with reward 0. An illegal or out-of-range
         action is refused: it uses a turn, changes nothing else and sets `rejected`.
-        Reaching `max_turns` without terminating truncates with reward 0.
+        Reaching `max_turns` without terminating truncates with reward 0. `action` must be an
+        integer (any integer dtype, range-checked before it is narrowed to int32; see
+        `_int32_action`); a float or bool action raises `ValueError` when traced or called.
         """
-        action = jnp.asarray(action, jnp.int32)
+        action = self._int32_action(action)
         live = ~state.done
         in_range = (action >= 0) & (action < self.num_actions)
         safe_action = jnp.clip(action, 0, self.num_actions - 1)
@@ -209,6 +214,33 @@ class Environment(abc.ABC):
             rejected=jnp.where(live, ~accepted, state.rejected),
         )
 
+    def _int32_action(self, action: Any) -> jax.Array:
+        """`action` as int32 with every out-of-range value (anything outside `[0, A)`, checked in
+        its own dtype before the cast) replaced by `A`, which `step` refuses.
+
+        Floats and bools are refused by dtype, which is static under jit: `ValueError` at trace
+        time, never a silent truncation. Host values (Python ints, NumPy arrays) are checked on the
+        host, because converting them to a JAX array would wrap a 64-bit value first. (Under your
+        own `jax.jit` with 64-bit types off, JAX's default, JAX narrows a NumPy int64 argument to
+        int32 at the jit boundary before this code runs: pass int32 actions.)
+        """
+        num_actions = self.num_actions
+        if isinstance(action, (bool, np.bool_)):
+            raise ValueError(f"{self.name}.step: an action must be an integer, got {action!r}")
+        if isinstance(action, int):  # a Python int can be any size
+            return jnp.int32(action if 0 <= action < num_actions else num_actions)
+        if not isinstance(action, jax.Array):
+            action = np.asarray(action)
+        dtype = np.dtype(action.dtype)
+        if not np.issubdtype(dtype, np.integer):
+            raise ValueError(f"{self.name}.step: actions must be integers, got dtype {dtype}")
+        if np.can_cast(dtype, np.int32):  # int8, uint16, int32, ...: the cast is exact
+            return jnp.asarray(action, jnp.int32)
+        if isinstance(action, np.ndarray):  # uint32, int64, uint64 on the host
+            return jnp.asarray(np.where((action >= 0) & (action < num_actions), action, num_actions).astype(np.int32))
+        in_range = (action >= 0) & (action < jnp.asarray(num_actions, dtype))  # traced uint32, or int64 under x64
+        return jnp.where(in_range, action, jnp.asarray(num_actions, dtype)).astype(jnp.int32)
+
     # ----- the positions contract (consumed by the exact solver) ---------------------------
     def position(self, problem: Problem, index: jax.Array, *, turn: jax.Array = 0):
         """The live state at position `index` (turn `turn`) and whether the index is valid.
@@ -229,10 +261,7 @@ class Environment(abc.ABC):
         return self._position_index(state.problem, state.env_state).astype(jnp.int32)
 
 
-def require_in_range(owner: str, field: str, value: Any, low: int, high: int | None = None) -> None:
-    """Raise `ValueError` naming `owner.field` and the allowed range unless `low <= value <= high`."""
-    allowed = f"[{low}, {high}]" if high is not None else f">= {low}"
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ValueError(f"{owner}.{field} must be an integer in {allowed}, got {value!r}")
-    if value < low or (high is not None and value > high):
-        raise ValueError(f"{owner}.{field} must be in {allowed}, got {value}")
+def require_in_range(owner: str, field: str, value: Any, low: int, high: int | None = None) -> int:
+    """`value`, after raising `ValueError` naming `owner.field` and the allowed range unless it is an
+    integer with `low <= value <= high` (`jaxcredit.validation.require_int`)."""
+    return require_int(f"{owner}.{field}", value, low, high)

@@ -53,7 +53,7 @@ def test_text_output_lists_value_and_actions(capsys):
     (["mad", "--tape", TAPE, "--actions", "jump 3"], "unknown action"),
     (["mad", "--tape", "_ t04", "--actions", "select 1; submit"], "episode ended"),
     (["mad", "--tape", TAPE, "--turns", "many"], "--turns must be an integer"),
-    (["mad", "--tape", TAPE, "--turns", "-2"], "--turns must be >= 0"),
+    (["mad", "--tape", TAPE, "--turns", "-2"], "--turns must be in [0, 1024]"),
     (["mad", "--tape", TAPE, "--policy", "/no/such/checkpoint"], "no checkpoint directory"),
     (["mad"], "takes --tape"),
     (["arithmetic", "--numbers", "2", "three", "--target", "14"], "--numbers must be an integer"),

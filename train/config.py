@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from jaxcredit.validation import INT32_MAX, require_float, require_int
+
 CREDITS = ("outcome", "mc", "exact", "solver", "anchor", "critic")
 OUTCOME_BASELINES = ("grpo", "rloo", "mean")
 MC_VARIANTS = ("td", "q")
@@ -59,17 +61,18 @@ class TrainConfig:
     shard_devices: int = 1  # devices the episode batch axis is split over (jaxcredit.sharding); 1: no sharding
 
     def __post_init__(self):
+        """Validate every field (types, finiteness, ranges the int32 arrays can hold) and the
+        environment it names, before anything runs; raises `ValueError` naming the field."""
         def choice(field, choices):
             value = getattr(self, field)
-            if value not in choices:
+            if not isinstance(value, str) or value not in choices:
                 raise ValueError(f"config.{field}: unknown value {value!r}; choices: {', '.join(choices)}")
 
-        def at_least(field, low, high=None):
-            value = getattr(self, field)
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= low
-            if not ok or (high is not None and value > high):
-                allowed = f">= {low}" if high is None else f"in [{low}, {high}]"
-                raise ValueError(f"config.{field} must be {allowed}, got {value!r}")
+        def integer(field, low, high=INT32_MAX):
+            require_int(f"config.{field}", getattr(self, field), low, high)
+
+        def number(field, low=0.0):
+            require_float(f"config.{field}", getattr(self, field), low)
 
         choice("credit", CREDITS)
         choice("outcome_baseline", OUTCOME_BASELINES)
@@ -79,17 +82,40 @@ class TrainConfig:
         for field in ("mc_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
                       "ppo_epochs", "d_model", "num_layers", "num_heads", "mlp_dim", "num_evals",
                       "eval_problems", "num_seeds", "shard_devices"):
-            at_least(field, 1)
-        at_least("attempts_per_problem", 2 if self.outcome_baseline == "rloo" else 1)
-        at_least("learning_rate", 0.0)
-        for field in ("clip_epsilon", "entropy_coef", "max_grad_norm", "critic_coef",
+            integer(field, 1)
+        integer("attempts_per_problem", 2 if self.outcome_baseline == "rloo" else 1)
+        integer("budget", 1, MAX_BUDGET)
+        integer("eval_seed", 0)
+        integer("seed", 0, INT32_MAX - self.num_seeds + 1)  # seeds seed .. seed + num_seeds - 1 are int32
+        integer("episodes_per_iteration", 1)
+        for field in ("learning_rate", "clip_epsilon", "entropy_coef", "max_grad_norm", "critic_coef",
                       "solver_weight", "anchor_weight"):
-            at_least(field, 0.0)
-        at_least("budget", 1, MAX_BUDGET)
+            number(field)
+        if not isinstance(self.solver_add_outcome, bool):
+            raise ValueError(f"config.solver_add_outcome must be true or false, got {self.solver_add_outcome!r}")
         if self.d_model % self.num_heads:
             raise ValueError(f"config.d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.budget < self.num_evals:
             raise ValueError(f"config.budget ({self.budget}) must be at least num_evals ({self.num_evals})")
+        object.__setattr__(self, "env_overrides", _env_overrides(self.env_overrides))
+        object.__setattr__(self, "eval_families", _eval_families(self.eval_families))
+        self._check_environment()
+
+    def _check_environment(self) -> None:
+        """Build the environment once: its constructor checks every override (and its limits)."""
+        from jaxcredit.envs import ENVIRONMENTS, make
+        from jaxcredit.envs.problems import get_family
+
+        if not isinstance(self.env, str) or self.env not in ENVIRONMENTS:
+            raise ValueError(f"config.env: unknown value {self.env!r}; choices: {', '.join(sorted(ENVIRONMENTS))}")
+        try:
+            make(self.env, **self.env_kwargs)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"config.env_overrides: {error}") from None
+        for family in self.eval_families:
+            get_family(family)
+        if self.env != "arithmetic" and self.eval_families not in ((), ("default",)):
+            raise ValueError(f"config.eval_families: environment {self.env!r} has only the 'default' family")
 
     @property
     def episodes_per_iteration(self) -> int:
@@ -108,6 +134,29 @@ class TrainConfig:
         return out
 
 
+def _env_overrides(value) -> tuple[tuple[str, Any], ...]:
+    """`env_overrides` as sorted `(field, value)` pairs from a dict or pairs; values are JSON scalars."""
+    if isinstance(value, dict):
+        pairs = list(value.items())
+    elif isinstance(value, (tuple, list)) and all(isinstance(p, (tuple, list)) and len(p) == 2 for p in value):
+        pairs = [tuple(p) for p in value]
+    else:
+        raise ValueError(f"config.env_overrides must be a JSON object of environment fields, got {value!r}")
+    for field, override in pairs:
+        if not isinstance(field, str):
+            raise ValueError(f"config.env_overrides: field names must be strings, got {field!r}")
+        if override is not None and not isinstance(override, (bool, int, float, str)):
+            raise ValueError(f"config.env_overrides.{field} must be a number, string or boolean, got {override!r}")
+    return tuple(sorted(pairs))
+
+
+def _eval_families(value) -> tuple[str, ...]:
+    """`eval_families` as a tuple of family names from a list or tuple of strings."""
+    if not isinstance(value, (tuple, list)) or not all(isinstance(f, str) for f in value):
+        raise ValueError(f"config.eval_families must be a list of family names, got {value!r}")
+    return tuple(value)
+
+
 FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig))
 
 
@@ -116,10 +165,6 @@ def config_from_dict(values: dict, *, base: TrainConfig | None = None) -> TrainC
     unknown = sorted(set(values) - set(FIELDS))
     if unknown:
         raise ValueError(f"unknown config field(s) {unknown}; fields: {', '.join(FIELDS)}")
-    values = dict(values)
-    if "env_overrides" in values:
-        overrides = values["env_overrides"]
-        values["env_overrides"] = tuple(sorted(dict(overrides).items()))
-    if "eval_families" in values:
-        values["eval_families"] = tuple(values["eval_families"])
+    if not isinstance(values, dict):
+        raise ValueError(f"a config must be a JSON object of fields, got {type(values).__name__}")
     return dataclasses.replace(base or TrainConfig(), **values)

@@ -7,6 +7,12 @@ run (`resume=True`) continues from the last segment and produces exactly the met
 uninterrupted one: every random draw is a function of the seed and the iteration number.
 Ctrl-C lands between segments or inside one; either way the last complete segment is on disk.
 
+Safety (see `rundir.py`): everything is validated before any work; the directory is locked while
+this process writes it; `config.json` is written first and `summary.json` last, so a process
+killed between any two file operations leaves a `resumable` or `finished` directory; a resume
+checks the config, the checkpoint pointer and `metrics.jsonl` against the checkpoint before it
+trusts them, and the finishing steps (policies, summary) can be repeated.
+
 Several processes (`jax.distributed`, one run over every process's devices): every process runs
 this same function over the same config; values are gathered to every host before they become
 numbers, only process 0 writes the run directory's files, and every process joins orbax's
@@ -15,6 +21,8 @@ checkpoint saves and restores (orbax coordinates them). See "several processes" 
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import dataclasses
 import functools
 import os
@@ -26,12 +34,15 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
+from jaxcredit import rundir_io
 from jaxcredit.checkpoint import save_policy
 from jaxcredit.ledger import ledger_to_dict
+from jaxcredit.rundir_io import RunLock, check_writable_dir
 from jaxcredit.sharding import batch_mesh
 from jaxcredit.train.config import TrainConfig, config_from_dict
 from jaxcredit.train.loop import Trainer, budget_count, make_train
 from jaxcredit.train.rundir import RunDir, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
+from jaxcredit.validation import require_float, require_int
 
 
 # ----- several processes (jax.distributed) -------------------------------------------------------
@@ -154,36 +165,146 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
                  label: str | None = None, stop_after_evals: int | None = None) -> dict:
     """Run (or resume) one configuration's seeds into run directory `out`; returns the summary.
 
-    A fresh run refuses a directory that already holds a run; `resume=True` needs one, checks its
-    config matches, restores the latest checkpoint and goes on. A finished run is not re-run.
-    `stop_after_evals` ends early after that many evaluations (tests use it to interrupt a run).
+    Everything is checked before any work: the config against its environment, `out` (a writable
+    directory or creatable as one), then the directory is locked (`RunLock`: a second process gets
+    a one-line error naming this one) and its state read (`RunDir.status`). A fresh run refuses a
+    directory that already holds a run. `resume=True` needs an existing directory; a `new` one is
+    started, a `resumable` one continues from its latest checkpoint (or, without one, starts afresh
+    from its own `config.json`), a `finished` one returns its summary; the saved config must equal
+    `config`. `stop_after_evals` ends early after that many evaluations (tests use it to interrupt
+    a run).
     """
     run = RunDir(out)
-    if resume:
-        if not os.path.exists(run.config_path):
-            raise FileNotFoundError(f"nothing to resume: {out} has no config.json")
-        saved = config_from_dict(read_json(run.config_path))
-        if saved != config:
-            raise ValueError(f"cannot resume {out}: its config.json differs from the requested config")
-        if run.is_complete:
-            return read_json(run.summary_path)
-    elif os.path.exists(run.config_path):
-        raise ValueError(f"{out} already holds a run; pass --resume to continue it or choose another --out")
-    _sync("jaxcredit-run-checked")  # every process has looked before process 0 writes
+    check_writable_dir(out)
+    trainer = make_train(config)  # every check that needs the environment, before any work
+    if resume and not os.path.isdir(run.path):
+        raise FileNotFoundError(f"nothing to resume: {out} does not exist")
+    with _locked(run, "train"):
+        status = run.status()
+        if status != "new":
+            if not resume:
+                raise ValueError(f"{out} already holds a run ({status}); pass --resume to continue it or choose "
+                                 "another --out")
+            _check_same_config(run, config)
+            if status == "finished":
+                return read_json(run.summary_path)
+        _sync("jaxcredit-run-checked")  # every process has looked before process 0 writes
+        try:
+            return _train(run, trainer, status, progress=progress, label=label, stop_after_evals=stop_after_evals)
+        finally:
+            run.close()
 
-    trainer = make_train(config)
+
+@contextlib.contextmanager
+def _locked(run: RunDir, command: str):
+    """Hold `run`'s lock (process 0 holds it for all processes; the others learn whether it did)."""
+    if jax.process_count() == 1:
+        with RunLock(run.path, command):
+            yield
+        return
+    from jax.experimental import multihost_utils
+
+    lock, error = None, None
+    if _is_writer():
+        try:
+            lock = RunLock(run.path, command).acquire()
+        except ValueError as failure:
+            error = failure
+    taken = bool(multihost_utils.broadcast_one_to_all(np.int32(error is None)))
+    if error is not None:
+        raise error
+    if not taken:
+        raise ValueError(f"{run.path} is in use by another process (process 0 could not lock it)")
+    try:
+        yield
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _check_same_config(run: RunDir, config: TrainConfig) -> None:
+    """Raise `ValueError` naming the differing fields unless `run`'s config.json is `config`."""
+    try:
+        saved = config_from_dict(read_json(run.config_path))
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"cannot resume {run.path}: its config.json is not a valid config ({error})") from None
+    if saved != config:
+        fields = [f.name for f in dataclasses.fields(config) if getattr(saved, f.name) != getattr(config, f.name)]
+        differences = ", ".join(f"{k} (saved {getattr(saved, k)!r}, requested {getattr(config, k)!r})" for k in fields)
+        raise ValueError(f"cannot resume {run.path}: its config.json differs from the requested config in "
+                         f"{differences}")
+
+
+def _check_info(run: RunDir, info: dict, config: TrainConfig) -> None:
+    """Raise `ValueError` naming the file unless the latest checkpoint's pointer holds an evaluation
+    index of this run and a best success in [-1, 1]."""
+    where = f"corrupted checkpoint pointer {run.checkpoint_root}/latest.json"
+    require_int(f"{where}: eval_index", info.get("eval_index"), 0, config.num_evals)
+    require_float(f"{where}: best_success", info.get("best_success"), -1.0, 1.0)
+
+
+def _resumed_rows(run: RunDir, info: dict, state, config: TrainConfig) -> list[dict]:
+    """The rows of `metrics.jsonl` up to the checkpoint's evaluation, checked against the
+    checkpoint: every (evaluation, seed) row present once, and the checkpoint's rows describing the
+    restored state. Rows past the checkpoint are dropped (the resumed run recomputes them)."""
+    last = info["eval_index"]
+    prefix = f"cannot resume {run.path}"
+    try:
+        rows = read_jsonl(run.metrics_path)
+    except FileNotFoundError:
+        raise ValueError(f"{prefix}: {run.metrics_path} is missing but the checkpoint is at evaluation {last}; "
+                         "its rows cannot be rebuilt, start the run again in another directory") from None
+    except ValueError as error:
+        raise ValueError(f"{prefix}: {error}") from None
+    kept = []
+    for row in rows:
+        if not isinstance(row.get("eval_index"), int) or not isinstance(row.get("seed_index"), int):
+            raise ValueError(f"{prefix}: {run.metrics_path} holds a row without eval_index and seed_index")
+        if row["eval_index"] <= last:
+            kept.append(row)
+    found = collections.Counter((r["eval_index"], r["seed_index"]) for r in kept)
+    wanted = [(e, s) for e in range(last + 1) for s in range(config.num_seeds)]
+    missing = sorted({e for e, s in wanted if found[(e, s)] == 0})
+    if missing:
+        raise ValueError(f"{prefix}: {run.metrics_path} lacks the rows of evaluation(s) {missing} (the checkpoint "
+                         f"is at evaluation {last}); they cannot be rebuilt, start the run again in another directory")
+    if len(kept) != len(wanted) or set(found) != set(wanted):
+        raise ValueError(f"{prefix}: {run.metrics_path} holds duplicate or foreign rows up to evaluation {last}")
+    iteration, ledger = _to_host((state.iteration, state.ledger))
+    for row in kept:
+        if row["eval_index"] == last:
+            s = row["seed_index"]
+            steps = ledger_to_dict(_seed_slice(ledger, s))["total_env_steps"]
+            if (row.get("iteration"), row.get("total_env_steps")) != (int(iteration[s]), steps):
+                raise ValueError(f"{prefix}: {run.metrics_path} does not match the checkpoint (seed {s} at evaluation "
+                                 f"{last}: iteration {row.get('iteration')} vs {int(iteration[s])}, total env steps "
+                                 f"{row.get('total_env_steps')} vs {steps})")
+    return kept
+
+
+def _train(run: RunDir, trainer: Trainer, status: str, *, progress: bool, label: str | None,
+           stop_after_evals: int | None) -> dict:
+    """The run itself, under the lock: restore or start, segments, evaluations, checkpoints, finish."""
+    config = trainer.config
+    info = run.checkpoint_info("latest") if status == "resumable" else None
+    if info is not None:
+        _check_info(run, info, config)
+    if info is None and _is_writer():
+        if status == "new":
+            run.create(config.to_dict())  # first: from here on the directory is resumable
+        else:
+            rundir_io.make_dirs(run.checkpoint_root)  # stopped before its first checkpoint
     seeds = jnp.arange(config.num_seeds, dtype=jnp.int32) + config.seed
     init, segment, evaluate = compiled_programs(config)
     state = _replicated(init(seeds), config.shard_devices)
 
-    if resume:
+    if info is not None:
         state, info = run.restore_checkpoint("latest", state)
-        rows = read_jsonl(run.metrics_path)
-        rows = [r for r in rows if r["eval_index"] <= info["eval_index"]]
-        start, best = info["eval_index"] + 1, info.get("best_success", -1.0)
-    else:
-        if _is_writer():
-            run.create(config.to_dict())
+        rows = _resumed_rows(run, info, state, config)
+        start, best = info["eval_index"] + 1, info["best_success"]
+    if _is_writer():  # only now: a directory refused above is left exactly as it was
+        run.remove_leftovers()
+    if info is None:  # a new run, or one stopped before its first checkpoint: start from its config
         rows = _metric_rows(0, evaluate(state.params), state)
         if _is_writer():
             write_jsonl_atomic(run.metrics_path, rows)
@@ -215,6 +336,8 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
     finally:
         bar.close()
 
+    # Finishing is idempotent: a run stopped in here resumes from its last checkpoint (the final
+    # one), rewrites every policy and then writes the summary, the mark of a finished run.
     _save_policies(run, trainer, state)
     summary = summarize(rows, config.num_seeds)
     _sync("jaxcredit-run-finished")
@@ -224,11 +347,19 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
 
 
 def _save_policies(run: RunDir, trainer: Trainer, state) -> None:
-    """Each seed's final policy as a standalone checkpoint (`policies/seed-i`), for `solve` and audits."""
+    """Each seed's final policy as a standalone checkpoint (`policies/seed-i`), for `solve` and audits.
+    Rewrites policies already there (a resumed finish) and removes what an interrupted save left."""
     env = trainer.env
     env_config = {k: v for k, v in vars(env).items() if k != "name"}
     params = _to_host(state.params)
-    for i in range(trainer.config.num_seeds):
-        path = os.path.join(run.path, "policies", f"seed-{i}")
+    wanted = [f"seed-{i}" for i in range(trainer.config.num_seeds)]
+    if _is_writer() and os.path.isdir(run.policies_path):
+        for entry in sorted(os.listdir(run.policies_path)):
+            if entry not in wanted:
+                rundir_io.remove_path(os.path.join(run.policies_path, entry))
+    for i, name in enumerate(wanted):
+        path = os.path.join(run.policies_path, name)
+        if _is_writer():
+            rundir_io.before_file_operation("checkpoint", path)
         save_policy(path, _seed_slice(params, i), policy_config=trainer.policy_config,
-                    env_name=env.name, env_config=env_config, extra={"seed_index": i})
+                    env_name=env.name, env_config=env_config, extra={"seed_index": i}, overwrite=True)

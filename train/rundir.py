@@ -2,67 +2,43 @@
 
 A run directory holds:
 
-- `config.json`: the resolved `TrainConfig`;
+- `config.json`: the resolved `TrainConfig`, written first;
 - `metrics.jsonl`: one row per evaluation and seed, with every ledger counter;
 - `checkpoints/`: orbax checkpoints of the whole training state (every seed), `latest.json`
   pointing at the newest complete one and `best.json` at the best evaluation's;
-- `summary.json`: written last, only when the run finished; its presence means "complete".
+- `policies/seed-i/`: each seed's final policy;
+- `summary.json`: written last, only when the run finished; its presence means "complete";
+- `.jaxcredit.lock` while a process writes it (`jaxcredit.rundir_io.RunLock`).
 
-Every file is written to a temporary name and renamed into place; a checkpoint becomes
-`latest` only after orbax has committed it, so an interrupted write leaves the previous
-complete state in charge. With several processes (`jax.distributed`) every process calls
+So a directory is always in one of three states, read from disk by `RunDir.status`: `new` (no
+`config.json`), `resumable` (`config.json`, no `summary.json`; with or without a checkpoint) or
+`finished` (`summary.json`). Every file is written to a temporary name and renamed into place; a
+checkpoint becomes `latest` only after orbax has committed it, so an interrupted write leaves the
+previous complete state in charge. With several processes (`jax.distributed`) every process calls
 `save_checkpoint` and `restore_checkpoint` (orbax coordinates the write; the directory must be on
 a filesystem all processes share) and only process 0 touches pointers and old directories.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
+import re
 from typing import Any
 
 import jax
 import orbax.checkpoint as ocp
 
+from jaxcredit import rundir_io
+from jaxcredit.checkpoint import quiet_orbax
+from jaxcredit.rundir_io import read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 
-def write_json_atomic(path: str, obj: Any) -> None:
-    """Write `obj` as JSON to `path` through a temporary file and a rename."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2, sort_keys=True)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+__all__ = ["RunDir", "read_json", "read_jsonl", "write_json_atomic", "write_jsonl_atomic"]
 
-
-def write_jsonl_atomic(path: str, rows: list[dict]) -> None:
-    """Write `rows`, one JSON object per line, through a temporary file and a rename."""
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "w") as f:
-        for row in rows:
-            f.write(json.dumps(row, sort_keys=True) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def read_json(path: str) -> Any:
-    with open(path) as f:
-        return json.load(f)
-
-
-def read_jsonl(path: str) -> list[dict]:
-    """Rows of a JSON-lines file (an absent file has none)."""
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.strip()]
+STATUSES = ("new", "resumable", "finished")
 
 
 class RunDir:
-    """Paths and atomic reads/writes of one run directory."""
+    """Paths, state and atomic reads/writes of one run directory."""
 
     def __init__(self, path: str):
         self.path = os.path.abspath(path)
@@ -70,14 +46,50 @@ class RunDir:
         self.metrics_path = os.path.join(self.path, "metrics.jsonl")
         self.summary_path = os.path.join(self.path, "summary.json")
         self.checkpoint_root = os.path.join(self.path, "checkpoints")
+        self.policies_path = os.path.join(self.path, "policies")
+        self._checkpointer = None
+
+    @property
+    def checkpointer(self) -> ocp.StandardCheckpointer:
+        """One orbax checkpointer for every save of this run (about half the cost of a new one per save)."""
+        if self._checkpointer is None:
+            self._checkpointer = ocp.StandardCheckpointer()
+        return self._checkpointer
+
+    def close(self) -> None:
+        """Close the checkpointer (its threads); the next save opens a new one."""
+        if self._checkpointer is not None:
+            self._checkpointer, checkpointer = None, self._checkpointer
+            checkpointer.close()
 
     @property
     def is_complete(self) -> bool:
         return os.path.exists(self.summary_path)
 
+    def status(self) -> str:
+        """`new`, `resumable` or `finished` (see the module docstring)."""
+        if self.is_complete:
+            return "finished"
+        return "resumable" if os.path.exists(self.config_path) else "new"
+
     def create(self, config_dict: dict) -> None:
-        os.makedirs(self.checkpoint_root, exist_ok=True)
+        rundir_io.make_dirs(self.checkpoint_root)
         write_json_atomic(self.config_path, config_dict)
+
+    def remove_leftovers(self) -> None:
+        """Remove what interrupted writers left: temporary files, and checkpoint directories no
+        pointer names (half-written, or replaced but not yet removed). The caller holds the lock,
+        so no writer is alive."""
+        rundir_io.remove_leftovers(self.path)
+        rundir_io.remove_leftovers(self.checkpoint_root)
+        if not os.path.isdir(self.checkpoint_root):
+            return
+        for name in ("latest", "best"):
+            info = self.checkpoint_info(name)
+            keep = None if info is None else info["directory"]
+            for entry in sorted(os.listdir(self.checkpoint_root)):
+                if entry.startswith(f"{name}-") and entry != keep:
+                    rundir_io.remove_path(os.path.join(self.checkpoint_root, entry))
 
     def _pointer(self, name: str) -> str:
         return os.path.join(self.checkpoint_root, f"{name}.json")
@@ -90,32 +102,37 @@ class RunDir:
         """
         target = os.path.join(self.checkpoint_root, f"{name}-{index}")
         writer = jax.process_index() == 0
-        if writer and os.path.exists(target):
-            shutil.rmtree(target)
+        if writer:
+            rundir_io.remove_path(target)
         if jax.process_count() > 1:
             from jax.experimental import multihost_utils
 
             multihost_utils.sync_global_devices(f"jaxcredit-checkpoint-{name}-{index}")
-        checkpointer = ocp.StandardCheckpointer()
-        checkpointer.save(target, state)
-        checkpointer.wait_until_finished()
-        checkpointer.close()
+        if writer:
+            rundir_io.before_file_operation("checkpoint", target)
+        self.checkpointer.save(target, state)
+        self.checkpointer.wait_until_finished()
         if not writer:
             return
         write_json_atomic(self._pointer(name), {"directory": os.path.basename(target), **info})
-        for entry in os.listdir(self.checkpoint_root):
+        for entry in sorted(os.listdir(self.checkpoint_root)):
             if entry.startswith(f"{name}-") and entry != os.path.basename(target):
-                shutil.rmtree(os.path.join(self.checkpoint_root, entry), ignore_errors=True)
+                rundir_io.remove_path(os.path.join(self.checkpoint_root, entry))
 
     def checkpoint_info(self, name: str) -> dict | None:
-        """The pointer of checkpoint `name`, or None when there is none."""
+        """The pointer of checkpoint `name`, or None when there is none; `ValueError` when it is
+        not a pointer this module wrote (garbled, or naming another directory)."""
         pointer = self._pointer(name)
         if not os.path.exists(pointer):
             return None
         try:
-            return read_json(pointer)
-        except (OSError, json.JSONDecodeError) as error:
+            info = read_json(pointer)
+        except (OSError, ValueError) as error:
             raise ValueError(f"corrupted checkpoint pointer {pointer}: {error}") from None
+        directory = info.get("directory") if isinstance(info, dict) else None
+        if not isinstance(directory, str) or not re.fullmatch(rf"{name}-[0-9]+", directory, re.ASCII):
+            raise ValueError(f"corrupted checkpoint pointer {pointer}: 'directory' must be {name}-N, got {directory!r}")
+        return info
 
     def restore_checkpoint(self, name: str, like: Any) -> tuple[Any, dict]:
         """Restore checkpoint `name` into the structure of `like`.
@@ -131,9 +148,8 @@ class RunDir:
             raise ValueError(f"corrupted checkpoint: {directory} is missing")
         abstract = jax.tree_util.tree_map(ocp.utils.to_shape_dtype_struct, like)
         try:
-            checkpointer = ocp.StandardCheckpointer()
-            state = checkpointer.restore(directory, abstract)
-            checkpointer.close()
+            with quiet_orbax():
+                state = self.checkpointer.restore(directory, abstract)
         except Exception as error:  # orbax raises many kinds; the user needs one clear line
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(f"corrupted checkpoint {directory}: {first[:300]}") from None

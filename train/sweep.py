@@ -18,6 +18,7 @@ import os
 
 import numpy as np
 
+from jaxcredit.rundir_io import RunLock, check_writable_dir, remove_leftovers, write_text_atomic
 from jaxcredit.stats import paired_bootstrap
 from jaxcredit.train.backends import Cell, check_backend, run_cells
 from jaxcredit.train.config import config_from_dict
@@ -61,25 +62,32 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
     cluster at `ray_address`, or a local Ray); see `jaxcredit.train.backends`. Same results.
     """
     check_backend(backend)
-    cells = spec.cell_configs(num_seeds=num_seeds)
-    os.makedirs(out, exist_ok=True)
+    cells = spec.cell_configs(num_seeds=num_seeds)  # every cell's config is valid before any work
+    check_writable_dir(out)
+    with RunLock(out, f"sweep {spec.name}"):  # each cell's run also locks its own directory
+        return _run_locked_sweep(spec, cells, out, resume=resume, num_seeds=num_seeds, progress=progress,
+                                 backend=backend, ray_address=ray_address)
+
+
+def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, num_seeds: int | None,
+                      progress: bool, backend: str, ray_address: str | None) -> dict:
     sweep_path = os.path.join(out, "sweep_spec.json")
     spec_dict = json.loads(json.dumps({**dataclasses.asdict(spec), "num_seeds": num_seeds}))
     if os.path.exists(sweep_path) and not resume:
         raise ValueError(f"{out} already holds a sweep; pass --resume to continue it or choose another --out")
     if resume and os.path.exists(sweep_path) and read_json(sweep_path) != spec_dict:
         raise ValueError(f"cannot resume {out}: it holds a different sweep ({read_json(sweep_path).get('name')})")
+    remove_leftovers(out)
     write_json_atomic(sweep_path, spec_dict)
     jobs = []
     for (regime, arm), config in cells.items():
         cell_dir = os.path.join(out, regime, arm)
-        cell_resume = resume and os.path.exists(os.path.join(cell_dir, "config.json"))
+        cell_resume = resume and os.path.isdir(cell_dir)  # a cell stopped at any point, even before its config
         jobs.append(Cell((regime, arm), config, cell_dir, cell_resume, f"{regime}/{arm}"))
     summaries = run_cells(jobs, backend=backend, ray_address=ray_address, progress=progress)
     table = sweep_table(summaries, reference_arm=spec.reference_arm)
     write_json_atomic(os.path.join(out, "sweep.json"), table)
-    with open(os.path.join(out, "table.md"), "w") as f:
-        f.write(format_table(table))
+    write_text_atomic(os.path.join(out, "table.md"), format_table(table))
     return table
 
 

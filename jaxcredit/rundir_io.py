@@ -1,0 +1,316 @@
+"""Safe writes into output directories: one lock per directory, atomic files, strict JSON.
+
+Everything that writes a run, sweep, audit or report directory goes through this module (the
+trainer and the analysis both use it; it imports neither):
+
+- `RunLock(directory, command)`: an exclusive lock file `.jaxcredit.lock` holding the owner's
+  pid, host, command and start time. The exclusion is a kernel `flock`, which the kernel drops
+  when its process dies (so a `kill -9` leaves no lock behind: the next process takes over the
+  stale file); the record names the owner in the one-line error a second process gets.
+- `write_text_atomic`, `write_json_atomic`, `write_jsonl_atomic`: a temporary file, `fsync`, then
+  a rename, so a file is either its old or its new content, never torn.
+- `strict_json(obj)`: JSON without NaN or infinity (strict readers refuse them): a non-finite
+  number becomes `null` and its key gets a sibling `<key>_reason` saying why.
+- `check_writable_dir(path)`: refuse an output path that is a file or not writable before any work.
+
+Every file operation calls `before_file_operation(kind, path)` first. It does nothing; tests
+replace it to stop a process between any two file operations (crash injection).
+"""
+
+from __future__ import annotations
+
+import datetime
+import fcntl
+import json
+import math
+import os
+import shutil
+import socket
+import tempfile
+from typing import Any
+
+import numpy as np
+
+LOCK_NAME = ".jaxcredit.lock"
+
+
+def before_file_operation(kind: str, path: str) -> None:
+    """Called before every file operation on an output directory (`kind`: mkdir, write, rename,
+    remove, checkpoint, lock, unlock). Does nothing; the crash-injection tests replace it."""
+
+
+# ----- atomic files ------------------------------------------------------------------------------
+def make_dirs(path: str) -> None:
+    """`os.makedirs(path, exist_ok=True)`, as one file operation when something is created."""
+    if not os.path.isdir(path):
+        before_file_operation("mkdir", path)
+        os.makedirs(path, exist_ok=True)
+
+
+def remove_path(path: str) -> None:
+    """Remove the file or directory tree `path` (nothing when absent)."""
+    if not os.path.lexists(path):
+        return
+    before_file_operation("remove", path)
+    if os.path.isdir(path) and not os.path.islink(path):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """Write `text` to `path` through a temporary file (flushed to disk) and a rename."""
+    tmp = f"{path}.tmp-{os.getpid()}"
+    before_file_operation("write", tmp)
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    before_file_operation("rename", path)
+    os.replace(tmp, path)
+
+
+def is_leftover(name: str) -> bool:
+    """Whether file `name` is the temporary file of an interrupted `write_text_atomic`."""
+    stem, _, pid = name.rpartition(".tmp-")
+    return bool(stem) and pid.isascii() and pid.isdigit()
+
+
+def remove_leftovers(directory: str) -> None:
+    """Remove the temporary files interrupted writers left in `directory` (call it under the lock)."""
+    if os.path.isdir(directory):
+        for name in sorted(os.listdir(directory)):
+            if is_leftover(name):
+                remove_path(os.path.join(directory, name))
+
+
+# ----- strict JSON -------------------------------------------------------------------------------
+def _non_finite(x: Any) -> bool:
+    return isinstance(x, (float, np.floating)) and not math.isfinite(float(x))
+
+
+def _why_null(value: Any) -> str | None:
+    """Why `strict_json` writes `value` (or entries of it) as null; None when it does not."""
+    if _non_finite(value):
+        return "not a number (undefined: nothing to measure)" if math.isnan(value) else f"{value} is not a JSON number"
+    entries = value.ravel().tolist() if isinstance(value, np.ndarray) else value
+    if isinstance(entries, (list, tuple)):
+        bad = [i for i, x in enumerate(entries) if _non_finite(x)]
+        if bad:
+            return f"entries {bad[:10]}{'...' if len(bad) > 10 else ''} were not finite numbers"
+    return None
+
+
+def strict_json(obj: Any) -> Any:
+    """A JSON-ready copy of `obj` without NaN or infinity.
+
+    NumPy scalars and arrays become Python numbers and lists, tuples become lists. A non-finite
+    number under key `k` becomes `None` and the dict gains `k + "_reason"` (unless it has one);
+    a list holding non-finite numbers gets them as `None` and its key's reason lists where.
+    """
+    if isinstance(obj, dict):
+        out = {}
+        for key, value in obj.items():
+            out[key] = strict_json(value)
+            reason = _why_null(value)
+            if reason is not None and f"{key}_reason" not in obj:
+                out[f"{key}_reason"] = reason
+        return out
+    if isinstance(obj, (list, tuple)):
+        return [strict_json(x) for x in obj]
+    if isinstance(obj, np.ndarray):
+        return strict_json(obj.tolist())
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if math.isfinite(float(obj)) else None
+    return obj
+
+
+def dumps_strict(obj: Any, **kwargs) -> str:
+    """`json.dumps(strict_json(obj))`, refusing anything that is still not strict JSON."""
+    return json.dumps(strict_json(obj), allow_nan=False, **kwargs)
+
+
+def write_json_atomic(path: str, obj: Any) -> None:
+    """Write `obj` as strict JSON (indented, keys sorted) to `path`, atomically."""
+    write_text_atomic(path, dumps_strict(obj, indent=2, sort_keys=True) + "\n")
+
+
+def write_jsonl_atomic(path: str, rows: list[dict]) -> None:
+    """Write `rows`, one strict JSON object per line, to `path`, atomically."""
+    write_text_atomic(path, "".join(dumps_strict(row, sort_keys=True) + "\n" for row in rows))
+
+
+def read_json(path: str) -> Any:
+    """The JSON value in `path`; `FileNotFoundError` or `ValueError` naming the file otherwise."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path} is not valid JSON ({error})") from None
+
+
+def read_jsonl(path: str) -> list[dict]:
+    """The rows of the JSON-lines file `path`; `FileNotFoundError` when it is missing and
+    `ValueError` naming the file and line of a torn or invalid row."""
+    try:
+        with open(path) as f:
+            lines = f.read().split("\n")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no {path}") from None
+    rows = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            raise ValueError(f"{path} line {number} is torn or not valid JSON: {line[:80]!r}") from None
+        if not isinstance(row, dict):
+            raise ValueError(f"{path} line {number} is not a JSON object")
+        rows.append(row)
+    return rows
+
+
+# ----- output directories ------------------------------------------------------------------------
+def check_writable_dir(path: str, option: str = "--out") -> str:
+    """The absolute `path` after checking, without creating anything, that it is (or can be
+    created as) a writable directory; raises `ValueError` naming `option` otherwise."""
+    path = os.path.abspath(os.fspath(path))
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise ValueError(f"{option} {path} exists and is not a directory")
+    parent = path
+    while not os.path.lexists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        raise ValueError(f"{option} {path} cannot be created: {parent} is not a directory")
+    try:  # os.access trusts permission bits; a probe also catches read-only filesystems
+        fd, probe = tempfile.mkstemp(prefix=".jaxcredit-probe-", dir=parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as error:
+        raise ValueError(f"{option} {path} is not writable ({error.strerror} in {parent})") from None
+    return path
+
+
+def _process_start(pid: int) -> str | None:
+    """The start time of process `pid` in clock ticks (Linux), to tell a reused pid apart."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rpartition(")")[2].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _alive(owner: dict) -> bool:
+    """Whether the process a lock record names is running on this host (False for other hosts)."""
+    if owner.get("host") != socket.gethostname() or not isinstance(owner.get("pid"), int):
+        return False
+    try:
+        os.kill(owner["pid"], 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass  # it exists but belongs to someone else
+    started = owner.get("process_start")
+    return started is None or _process_start(owner["pid"]) in (None, started)
+
+
+class RunLocked(ValueError):
+    """Another process holds the directory's lock."""
+
+
+class RunLock:
+    """The exclusive lock of an output directory, held by one process while it writes there.
+
+    `with RunLock(directory, "train"):` creates `directory` if needed and takes its lock, or
+    raises `RunLocked` (a `ValueError`) naming the owner in one line. A lock whose owner died is
+    stale: the kernel has released it and the next process takes it over. Not re-entrant: a
+    second lock of the same directory, even in the same process, is refused.
+    """
+
+    def __init__(self, directory: str, command: str):
+        self.directory = os.path.abspath(directory)
+        self.path = os.path.join(self.directory, LOCK_NAME)
+        self.command = command
+        self._fd: int | None = None
+
+    def _record(self) -> dict:
+        pid = os.getpid()
+        return {"pid": pid, "host": socket.gethostname(), "command": self.command,
+                "started": datetime.datetime.now().isoformat(timespec="seconds"),
+                "process_start": _process_start(pid)}
+
+    @staticmethod
+    def _read(fd: int) -> dict:
+        try:
+            owner = json.loads(os.pread(fd, 4096, 0).decode())
+            return owner if isinstance(owner, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def _refuse(self, owner: dict) -> RunLocked:
+        who = (f"{owner.get('command', 'a jaxcredit command')} (pid {owner.get('pid', '?')} on "
+               f"{owner.get('host', '?')}, since {owner.get('started', '?')})")
+        return RunLocked(f"{self.directory} is in use by {who}; wait for it to finish, or remove {self.path} "
+                         "if that process no longer runs")
+
+    def acquire(self) -> RunLock:
+        make_dirs(self.directory)
+        before_file_operation("lock", self.path)
+        for _ in range(10):
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                owner = self._read(fd)
+                os.close(fd)
+                raise self._refuse(owner) from None
+            except OSError:
+                pass  # no flock on this filesystem: the record below is the only guard
+            try:
+                same_file = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same_file = False
+            if not same_file:  # its owner released (and removed) it meanwhile: lock the new file
+                os.close(fd)
+                continue
+            owner = self._read(fd)
+            if owner and owner.get("pid") != os.getpid() and _alive(owner):
+                os.close(fd)
+                raise self._refuse(owner)
+            record = json.dumps(self._record()).encode()
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, record, 0)
+            os.fsync(fd)
+            self._fd = fd
+            return self
+        raise RunLocked(f"{self.directory}: could not take {self.path} (it keeps changing)")
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            before_file_operation("unlock", self.path)
+            try:
+                if os.fstat(fd).st_ino == os.stat(self.path).st_ino:
+                    os.unlink(self.path)  # while still locked, so no one locks the old file
+            except FileNotFoundError:
+                pass
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
