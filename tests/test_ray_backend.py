@@ -1,4 +1,5 @@
-"""The Ray sweep backend: a local Ray with 2 workers runs a 2-cell sweep exactly as the local backend does."""
+"""The Ray sweep backend: a local Ray with 2 workers runs a sweep exactly as the local backend does,
+the matched regime's cell after the attempts cells it is matched to (two phases)."""
 
 import os
 
@@ -16,7 +17,7 @@ SPEC = SweepSpec(
     base={"env": "mad", "env_overrides": TINY_MAD, "d_model": 16, "num_layers": 1, "num_heads": 2, "mlp_dim": 32,
           "problems_per_iteration": 4, "attempts_per_problem": 4, "learning_rate": 3e-3, "eval_problems": 32,
           "num_seeds": 2, "num_evals": 2, "credit": "outcome"},
-    arms={"outcome": {}}, budgets={"attempts": 96, "steps": 400},
+    arms={"outcome": {}, "solver": {"credit": "solver"}}, budgets={"attempts": 96, "fixed-steps": 400},
 )
 
 
@@ -34,9 +35,10 @@ def test_ray_backend_matches_local(tmp_path):
     finally:
         ray.shutdown()
     assert remote == local
-    for regime in ("attempts", "steps"):
-        ray_rows = rows(tmp_path / "ray" / regime / "outcome")
-        assert ray_rows == rows(tmp_path / "local" / regime / "outcome")
+    assert list(remote["regimes"]) == ["attempts", "matched", "fixed-steps"]
+    for cell in ("attempts/outcome", "attempts/solver", "matched/outcome/to-solver", "fixed-steps/outcome"):
+        ray_rows = rows(tmp_path / "ray" / cell)
+        assert ray_rows == rows(tmp_path / "local" / cell)
         assert len(ray_rows) == 2 * 3 and ray_rows[-1]["main_episodes"] >= 96
     assert os.path.exists(tmp_path / "ray" / "table.md")
 

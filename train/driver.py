@@ -29,7 +29,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from jaxcredit.checkpoint import save_policy
 from jaxcredit.ledger import ledger_to_dict
 from jaxcredit.sharding import batch_mesh
-from jaxcredit.train.config import TrainConfig, config_from_dict
+from jaxcredit.train.config import MAX_BUDGET, TrainConfig, config_from_dict
 from jaxcredit.train.loop import Trainer, budget_count, make_train
 from jaxcredit.train.rundir import RunDir, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 
@@ -77,13 +77,14 @@ def _sync(name: str) -> None:
 def _programs(program_config: TrainConfig):
     trainer = make_train(program_config)
     return (jax.jit(jax.vmap(trainer.init)),
-            jax.jit(jax.vmap(trainer.run_until, in_axes=(0, None, None))),
+            jax.jit(jax.vmap(trainer.run_until)),  # limits int32 [N]: one per seed
             jax.jit(jax.vmap(trainer.evaluate)))
 
 
 def compiled_programs(config: TrainConfig):
     """`(init, segment, evaluate)`, jitted and vmapped over seeds, shared by every config that
-    differs only in budget, seeds or evaluation schedule (so both regimes of an arm compile once)."""
+    differs only in budget, seeds or evaluation schedule (so every regime of an arm compiles once).
+    `segment(state, main_episodes_limit, total_env_steps_limit)` takes int32 `[N]` limits."""
     program = dataclasses.replace(config, budget=1, budget_counter="main_episodes", num_evals=1,
                                   num_seeds=1, seed=0)
     return _programs(program)
@@ -150,21 +151,48 @@ class _Progress:
             self.bar.close()
 
 
+def evaluation_schedule(config: TrainConfig, schedule=None) -> np.ndarray:
+    """int64 `[N, num_evals]`: the budget-counter value each seed evaluates at (its own row).
+
+    By default every seed evaluates at `budget * j / num_evals`, j = 1..num_evals. A given
+    `schedule` (one row per seed, one column per evaluation, nondecreasing, each in
+    `[1, MAX_BUDGET]`) is checked and returned; the matched regime passes per-seed budgets.
+    """
+    if schedule is None:
+        thresholds = [config.budget * j // config.num_evals for j in range(1, config.num_evals + 1)]
+        return np.tile(np.asarray(thresholds, np.int64), (config.num_seeds, 1))
+    schedule = np.asarray(schedule, np.int64)
+    if schedule.shape != (config.num_seeds, config.num_evals):
+        raise ValueError(f"schedule must have shape (num_seeds, num_evals) = {(config.num_seeds, config.num_evals)}, "
+                         f"got {schedule.shape}")
+    if (schedule < 1).any() or (schedule > MAX_BUDGET).any() or (np.diff(schedule, axis=1) < 0).any():
+        raise ValueError(f"schedule must be nondecreasing per seed and within [1, {MAX_BUDGET}]")
+    return schedule
+
+
 def run_training(config: TrainConfig, out: str, *, resume: bool = False, progress: bool = True,
-                 label: str | None = None, stop_after_evals: int | None = None) -> dict:
+                 label: str | None = None, stop_after_evals: int | None = None, schedule=None) -> dict:
     """Run (or resume) one configuration's seeds into run directory `out`; returns the summary.
 
     A fresh run refuses a directory that already holds a run; `resume=True` needs one, checks its
-    config matches, restores the latest checkpoint and goes on. A finished run is not re-run.
-    `stop_after_evals` ends early after that many evaluations (tests use it to interrupt a run).
+    config (and schedule) match, restores the latest checkpoint and goes on. A finished run is not
+    re-run. `stop_after_evals` ends early after that many evaluations (tests use it to interrupt a
+    run). `schedule` (int `[num_seeds, num_evals]`, see `evaluation_schedule`) gives each seed its
+    own evaluation points (the last is its budget); it is saved as `schedule.json`.
     """
     run = RunDir(out)
+    schedule_path = os.path.join(out, "schedule.json")
+    custom = schedule is not None
+    schedule = evaluation_schedule(config, schedule)
     if resume:
         if not os.path.exists(run.config_path):
             raise FileNotFoundError(f"nothing to resume: {out} has no config.json")
         saved = config_from_dict(read_json(run.config_path))
         if saved != config:
             raise ValueError(f"cannot resume {out}: its config.json differs from the requested config")
+        saved_schedule = read_json(schedule_path)["schedule"] if os.path.exists(schedule_path) else None
+        if saved_schedule != (schedule.tolist() if custom else None):
+            raise ValueError(f"cannot resume {out}: its schedule.json differs from the requested evaluation schedule")
         if run.is_complete:
             return read_json(run.summary_path)
     elif os.path.exists(run.config_path):
@@ -184,6 +212,8 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
     else:
         if _is_writer():
             run.create(config.to_dict())
+            if custom:
+                write_json_atomic(schedule_path, {"schedule": schedule.tolist()})
         rows = _metric_rows(0, evaluate(state.params), state)
         if _is_writer():
             write_jsonl_atomic(run.metrics_path, rows)
@@ -191,13 +221,12 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
         run.save_checkpoint("latest", 0, state, {"eval_index": 0, "best_success": best})
 
     bar = _Progress(config, label or config.credit, progress)
-    thresholds = trainer.thresholds()
     try:
         for j in range(start, config.num_evals + 1):
             if stop_after_evals is not None and j > stop_after_evals:
                 return {"stopped_after": stop_after_evals}
             started = time.perf_counter()
-            state = segment(state, *trainer.limits(thresholds[j - 1]))
+            state = segment(state, *trainer.limits(schedule[:, j - 1]))
             metrics = evaluate(state.params)
             new_rows = _metric_rows(j, metrics, state)
             for r in new_rows:
