@@ -12,7 +12,8 @@ exactly the numbers separate runs would: training draws depend only on the seed 
 iteration, and `Trainer.run_until` stops at the first iteration whose ledger reaches a limit,
 whatever limits it stopped at before (tested against a separate run). The run directory
 `matched/Y/` holds the shared run; `matched/Y/to-X/` holds the view a separate run matched to X
-would have written (`metrics.jsonl`, `summary.json`, `config.json`, `matched.json`).
+would have written (`metrics.jsonl`, `summary.json`, `config.json`, `matched.json`). Views hold
+numbers only: the checkpoints and `policies/` are the shared run's (at the largest X's total).
 """
 
 from __future__ import annotations
