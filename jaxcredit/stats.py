@@ -55,8 +55,9 @@ def paired_t(arm, baseline, *, confidence: float = 0.95) -> dict:
       `{"mean_diff", "low", "high", "sd", "df", "t", "p_value", "num_seeds", "arm_wins",
       "baseline_wins", "ties", "method", "confidence"}`: the mean of `arm - baseline`, its paired
       Student-t interval, the two-sided paired t-test (`t` with `df = N - 1` degrees of freedom;
-      all differences equal: `p_value` 1 when they are 0, else 0), and seed win counts. With one
-      seed `low`, `high`, `sd`, `t` and `p_value` are None (nothing to estimate a spread from).
+      all differences equal: `p_value` 1 when they are 0, else 0 with `t` None), and seed win
+      counts. With one seed `low`, `high`, `sd`, `t` and `p_value` are None (nothing to estimate a
+      spread from). Every value is JSON-safe (no NaN or infinity).
     """
     arm = np.asarray(arm, np.float64)
     baseline = np.asarray(baseline, np.float64)
@@ -74,8 +75,8 @@ def paired_t(arm, baseline, *, confidence: float = 0.95) -> dict:
         if sd > 0:
             t = float(mean) / (sd / np.sqrt(n))
             p = float(2 * scipy_stats.t.sf(abs(t), n - 1))
-        else:  # every seed gave the same difference: no spread, the test's limit
-            t, p = (0.0, 1.0) if mean == 0 else (float(np.copysign(np.inf, mean)), 0.0)
+        else:  # every seed gave the same difference: no spread, the test's limit (t is unbounded: None)
+            t, p = (0.0, 1.0) if mean == 0 else (None, 0.0)
         out.update(low=float(low), high=float(high), sd=sd, t=t, p_value=p)
     return out
 

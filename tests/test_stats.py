@@ -40,7 +40,7 @@ def test_paired_t_hand_values_and_scipy():
     one = paired_t([0.3], [0.1])  # one seed: a difference, no interval
     assert one["mean_diff"] == pytest.approx(0.2) and one["low"] is None and one["p_value"] is None
     same = paired_t([0.75, 0.5], [0.25, 0.0])  # no spread: the interval is the point, the test's limit
-    assert same["low"] == same["high"] == 0.5 and same["p_value"] == 0.0
+    assert same["low"] == same["high"] == 0.5 and same["p_value"] == 0.0 and same["t"] is None
     assert paired_t([0.1, 0.2], [0.1, 0.2])["p_value"] == 1.0
     with pytest.raises(ValueError, match="equal-length"):
         paired_t([0.1, 0.2], [0.1])

@@ -26,7 +26,7 @@ PRESETS: dict[str, SweepSpec] = {
               "num_evals": 8, "eval_problems": 128, "problems_per_iteration": 16, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 2}},
         budgets={"attempts": 6_000, "fixed-steps": 300_000},
-        cpu_minutes="about 3-5",
+        cpu_minutes="about 3 on the quiet machine (estimate); 16 measured with other jobs loading both cores",
     ),
     "mad-study": SweepSpec(
         name="mad-study",
@@ -36,7 +36,8 @@ PRESETS: dict[str, SweepSpec] = {
         arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4},
               "exact": {"credit": "exact"}, "critic": {"credit": "critic"}},
         budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
-        cpu_minutes="about 65",
+        cpu_minutes="about 65 for attempts and fixed-steps, plus about 5-6 hours for matched (estimate: outcome "
+                    "to exact's ~23M env steps)",
     ),
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
@@ -49,7 +50,8 @@ PRESETS: dict[str, SweepSpec] = {
               "exact-policy": {"credit": "exact"},
               "solver-optimal": {"credit": "solver", "solver_policy": "optimal", "solver_add_outcome": True}},
         budgets={"attempts": 4_000, "fixed-steps": 2_000_000},
-        cpu_minutes="about 70",
+        cpu_minutes="about 50 for attempts and fixed-steps, plus about 3 hours for matched (estimate: outcome "
+                    "to the exact arms' ~12M env steps)",
     ),
 }
 
