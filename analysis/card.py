@@ -6,11 +6,15 @@ credit conditions on), the **intervention provenance** (exact from the solver, c
 learned), the **downstream protocol** (which policy plays after the intervention, for how long,
 for which reward), **support and uncertainty** (continuations, seeds, intervals) and the
 **optimization interface** (how the credit enters the loss). Rendered as Markdown and JSON.
+Support and uncertainty names the interval method and the number of seeds, with a warning below
+`jaxcredit.stats.MIN_RELIABLE_SEEDS`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+
+from jaxcredit.stats import INTERVAL_METHOD, interval_description
 
 FIELDS = ("unit_and_estimand", "effective_state", "intervention_provenance", "downstream_protocol",
           "support_and_uncertainty", "optimization_interface")
@@ -113,21 +117,34 @@ def _interface(config: dict) -> str:
     return text
 
 
-def card_for_config(config: dict, *, subject: str, regimes: dict | None = None) -> CAIDCard:
+def _regime_budget(regime: str, budgets: dict) -> str:
+    if regime == "matched":
+        return ("matched: the arms without label work get each label arm's total env steps at the end of its "
+                "attempts run, seed by seed")
+    unit = "main attempts" if regime == "attempts" else "total env steps"
+    amount = budgets.get(regime)
+    return f"{regime}: {amount:,} {unit}" if isinstance(amount, int) else f"{regime}: {unit}"
+
+
+def card_for_config(config: dict, *, subject: str, regimes: dict | None = None,
+                    regime_order: list | None = None) -> CAIDCard:
     """The card of one training configuration (a run's `config.json`, or a sweep's base + arm).
 
-    `regimes` (`{regime: budget}`) describes a sweep's budgets; a run's own budget is used otherwise.
+    `regimes` (`{regime: budget}`) describes a sweep's budgets, `regime_order` the regimes it ran
+    (default: the keys of `regimes`); a run's own budget is used otherwise.
     """
     estimand, state, provenance, downstream = _credit_text(config)
     seeds = config.get("num_seeds")
-    if regimes:
-        budget = "; ".join(f"{r}: {b:,} {'main attempts' if r == 'attempts' else 'total env steps'}"
-                           for r, b in regimes.items())
+    if regimes is not None or regime_order:
+        budget = "; ".join(_regime_budget(r, regimes or {}) for r in (regime_order or list(regimes)))
     else:
         budget = f"{config.get('budget', 0):,} {config.get('budget_counter', 'main_episodes')}"
+    interval = (interval_description(seeds) if isinstance(seeds, int)
+                else f"{INTERVAL_METHOD} intervals over the seeds")
     support = (f"{seeds} paired seed(s) (shared initial parameters and problem streams); {config.get('num_evals')} "
-               f"evaluations on {config.get('eval_problems')} fixed problems; paired differences with 95% "
-               f"percentile-bootstrap intervals over seeds; budget {budget}")
+               f"evaluations on {config.get('eval_problems')} fixed problems, evenly spaced over each run's own "
+               f"budget; paired differences with a {interval}; p-values from the paired t-test, Holm-adjusted "
+               f"over the arms compared with one reference; budget {budget}")
     return CAIDCard(subject=subject, unit_and_estimand=f"unit: one action (step) in {_env_text(config)}; "
                     f"estimand: {estimand}", effective_state=state, intervention_provenance=provenance,
                     downstream_protocol=downstream, support_and_uncertainty=support,
@@ -137,12 +154,15 @@ def card_for_config(config: dict, *, subject: str, regimes: dict | None = None) 
 def cards_for_sweep(spec: dict) -> list[CAIDCard]:
     """One card per arm of a sweep (its `sweep_spec.json` as a dict)."""
     cards = []
-    for arm, fields in spec.get("arms", {}).items():
+    arms = spec.get("arms", {})
+    order = [arm for arm in spec.get("arm_order", []) if arm in arms] or list(arms)
+    for arm, fields in ((arm, arms[arm]) for arm in order):
         config = {**spec.get("base", {}), **fields}
         if spec.get("num_seeds") is not None:
             config["num_seeds"] = spec["num_seeds"]
         cards.append(card_for_config(config, subject=f"sweep {spec.get('name', '?')} / arm {arm}",
-                                     regimes=spec.get("budgets")))
+                                     regimes=spec.get("budgets", {}),
+                                     regime_order=spec.get("regimes") or list(spec.get("budgets", {}))))
     return cards
 
 

@@ -2,7 +2,8 @@
 
 Every function writes one PNG and returns what it drew: `{"path", "lines": [label, ...]}` counted
 from the figure's own line objects before saving (the data lines, not the interval bands or
-reference lines), so a caller or test can check one line per arm.
+reference lines), so a caller or test can check one line per arm. Learning-curve bands are
+Student-t intervals over seeds, named with their n in the figure's title.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+from jaxcredit.stats import MIN_RELIABLE_SEEDS  # noqa: E402
 
 X_LABELS = {"total_env_steps": "total environment steps", "main_episodes": "main attempts (episodes)"}
 
@@ -27,22 +30,36 @@ def _save(figure, path: str, data_lines: list) -> dict:
     return {"path": path, "lines": labels}
 
 
+def band_label(curves: dict) -> str:
+    """What the bands are: the interval method, its coverage and n (a warning below
+    `MIN_RELIABLE_SEEDS` seeds), from the `learning_curve` dicts."""
+    seeds = sorted({int(c.get("num_seeds", 0)) for c in curves.values()})
+    confidence = next(iter(curves.values())).get("confidence", 0.95) if curves else 0.95
+    n = "/".join(str(s) for s in seeds)
+    text = f"band: {confidence:.0%} Student-t interval of the mean over n = {n} seeds"
+    if seeds and min(seeds) < MIN_RELIABLE_SEEDS:
+        text += f" (n < {MIN_RELIABLE_SEEDS}: wide, indicative)" if min(seeds) > 1 else " (one seed: no band)"
+    return text
+
+
 def plot_learning_curves(curves: dict, path: str, *, x: str = "total_env_steps", title: str = "") -> dict:
     """One line per arm (`curves`: arm -> `compare.learning_curve` dict) of mean greedy success
-    against `x`, with its interval band."""
+    against `x`, with its Student-t interval band; the figure says which interval and n
+    (`band_label`, also returned under `"band"`)."""
     figure, axis = plt.subplots(figsize=(6.4, 4.0))
     lines = []
     for arm, curve in curves.items():
         (line,) = axis.plot(curve["x"], curve["mean"], marker="o", markersize=3, label=arm)
         axis.fill_between(curve["x"], curve["low"], curve["high"], alpha=0.2, color=line.get_color())
         lines.append(line)
+    band = band_label(curves)
     axis.set_xlabel(X_LABELS.get(x, x))
-    axis.set_ylabel("greedy success (mean over seeds, 95% band)")
+    axis.set_ylabel("greedy success (mean over seeds)")
     axis.set_ylim(-0.02, 1.02)
-    axis.set_title(title)
+    axis.set_title(f"{title}\n{band}" if title else band, fontsize=9)
     axis.legend()
     axis.grid(alpha=0.3)
-    return _save(figure, path, lines)
+    return {**_save(figure, path, lines), "band": band}
 
 
 def plot_mc_error(mc_error: list[dict], path: str, *, title: str = "") -> dict:

@@ -24,8 +24,9 @@ from jaxcredit.analysis.rundirs import (
     sweep_cells,
 )
 from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, write_text_atomic
+from jaxcredit.stats import interval_description, t_interval
 
-CURVE_AXES = {"steps": "total_env_steps", "attempts": "main_episodes"}
+CURVE_AXES = {"steps": "total_env_steps", "attempts": "main_episodes"}  # plot file suffix -> x axis
 
 
 def _write(path: str, text: str) -> None:
@@ -76,11 +77,15 @@ def _sweep_report(path: str) -> str:
              "Files: [sweep_spec.json](sweep_spec.json), [comparison.json](comparison.json)"
              + (", [table.md](table.md)" if os.path.exists(os.path.join(path, "table.md")) else "") + ".", "",
              "## Paired comparisons across seeds", "",
-             "Final success: greedy success at the last evaluation; average success: greedy success averaged "
-             "over the evaluations after the start. Δ is arm − reference seed by seed, with a 95% percentile-"
-             "bootstrap interval over seeds; wins/ties/losses count seeds.", "",
-             format_comparison_table(comparison), "## Learning curves", ""]
-    for regime, runs in sweep_cells(path).items():
+             format_comparison_table(comparison), "## Learning curves", "",
+             "Mean greedy success over seeds against each cost axis; bands are Student-t intervals of the mean "
+             "over seeds (the figure names n). In `matched`, each label arm's equal-attempts run is drawn with "
+             "the runs given its total env steps (`<arm>/to-<label arm>`).", ""]
+    cells = sweep_cells(path)
+    for regime, runs in cells.items():
+        if regime == "matched":  # the label arms' side of the matched comparisons: their attempts runs
+            label_runs = {name.split("/to-")[-1] for name in runs}
+            runs = {**{arm: run for arm, run in cells.get("attempts", {}).items() if arm in label_runs}, **runs}
         lines += [f"### Regime: {regime} ({REGIME_MEANING.get(regime, regime)})", ""]
         lines += _curve_plots(path, runs, prefix=f"{regime}-", title=f"{regime} regime")
     lines += ["## CA-ID cards", ""] + _write_cards(path, cards_for_sweep(spec))
@@ -99,11 +104,18 @@ def _run_report(path: str) -> str:
              "| seed | final success | average success |", "| --- | --- | --- |"]
     for seed, final, average in zip(measures["seeds"], measures["final_success"], measures["average_success"]):
         lines.append(f"| {seed} | {final:.3f} | {average:.3f} |")
-    lines += [f"| **mean** | {measures['final_success'].mean():.3f} | {measures['average_success'].mean():.3f} |",
-              "", "## Learning curves", ""]
+    intervals = [t_interval(measures[m]) for m in ("final_success", "average_success")]
+    lines += [f"| **mean** | {intervals[0][0]:.3f} | {intervals[1][0]:.3f} |",
+              "| 95% interval | " + " | ".join(_interval_text(lo, hi) for _, lo, hi in intervals) + " |",
+              "", "Interval: " + interval_description(len(measures["seeds"]), method="Student-t")
+              + " (of the mean over seeds).", "", "## Learning curves", ""]
     lines += _curve_plots(path, {arm: path}, prefix="", title=arm)
     lines += ["## CA-ID card", ""] + _write_cards(path, [card_for_config(config, subject=f"run {arm}")])
     return _finish(path, "\n".join(lines))
+
+
+def _interval_text(low, high) -> str:
+    return "n/a" if math.isnan(low) else f"[{low:.3f}, {high:.3f}]"
 
 
 def _number(x, spec=".3f") -> str:

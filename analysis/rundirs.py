@@ -2,8 +2,9 @@
 
 A run directory has `config.json`, `metrics.jsonl` (one row per evaluation and seed, with every
 ledger counter), `summary.json` (when finished) and `policies/seed-i/`. A sweep directory has
-`sweep_spec.json`, `sweep.json`, `table.md` and one run directory per cell,
-`<regime>/<arm>/`. An audit directory has `audit.json`.
+`sweep_spec.json`, `sweep.json`, `table.md` and one run directory per cell, `<regime>/<arm>/`;
+the matched regime's cells are views `matched/<arm>/to-<label arm>/` of one shared run
+(`jaxcredit.comparison.matched_cell`). An audit directory has `audit.json`.
 """
 
 from __future__ import annotations
@@ -11,9 +12,16 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
+from jaxcredit.comparison import (
+    REGIME_MEANINGS,
+    arm_credits,
+    label_arms,
+    label_free_arms,
+    matched_cell,
+)
+from jaxcredit.comparison import seed_measures as seed_measures
 
-REGIME_MEANING = {"attempts": "equal main attempts", "steps": "equal total env steps"}
+REGIME_MEANING = REGIME_MEANINGS
 
 
 def read_json(path: str):
@@ -56,27 +64,36 @@ def kind_of(path: str) -> str:
                      "nor an audit (audit.json) directory")
 
 
-def seed_measures(rows: list[dict]) -> dict:
-    """Per seed (sorted by seed index): `final_success` (the last evaluation's greedy success) and
-    `average_success` (greedy success averaged over the evaluations after the start), as float
-    arrays `[N]`, plus `seeds` (the seed indices)."""
-    seeds = sorted({r["seed_index"] for r in rows})
-    final, average = [], []
-    for seed in seeds:
-        mine = sorted((r for r in rows if r["seed_index"] == seed), key=lambda r: r["eval_index"])
-        trained = [r for r in mine if r["eval_index"] > 0] or mine
-        final.append(mine[-1]["success_greedy"])
-        average.append(float(np.mean([r["success_greedy"] for r in trained])))
-    return {"seeds": seeds, "final_success": np.array(final), "average_success": np.array(average)}
+def sweep_credits(spec: dict) -> dict:
+    """`{arm: credit}` of a sweep spec, in the sweep's order of arms (`arm_order`, as the trainer's
+    table lists them; older sweeps: the order in the file)."""
+    arms = spec.get("arms", {})
+    order = [arm for arm in spec.get("arm_order", []) if arm in arms]
+    ordered = {arm: arms[arm] for arm in order + [arm for arm in arms if arm not in order]}
+    return arm_credits(spec.get("base", {}), ordered)
+
+
+def sweep_regimes(spec: dict) -> list:
+    """The regimes a sweep ran, in order (older sweeps: the keys of their budgets)."""
+    return list(spec.get("regimes") or spec.get("budgets", {}))
 
 
 def sweep_cells(path: str) -> dict:
-    """`{regime: {arm: run_dir}}` of a sweep directory, in the spec's order (cells on disk only)."""
+    """`{regime: {cell: run_dir}}` of a sweep directory, in the spec's order (cells on disk only).
+
+    Cells are arm names, and in `matched` the views `<label-free arm>/to-<label arm>`.
+    """
     spec = read_json(os.path.join(path, "sweep_spec.json"))
+    credits = sweep_credits(spec)
     cells = {}
-    for regime in spec.get("budgets", {}):
-        for arm in spec.get("arms", {}):
-            run = os.path.join(path, regime, arm)
+    for regime in sweep_regimes(spec):
+        if regime == "matched":
+            names = [matched_cell(free, arm) for arm in label_arms(credits)
+                     for free in label_free_arms(credits, spec.get("reference_arm", "outcome"))]
+        else:
+            names = list(credits)
+        for name in names:
+            run = os.path.join(path, regime, name)
             if os.path.exists(os.path.join(run, "metrics.jsonl")):
-                cells.setdefault(regime, {})[arm] = run
+                cells.setdefault(regime, {})[name] = run
     return cells

@@ -85,6 +85,7 @@ def bench_one(env, reference, problems, *, label: str, chunk_size: int, python_p
         "positions_per_problem": float(np.mean(np.asarray(batch.num_positions))),
         "max_positions": env.num_positions,
         "actions": env.num_actions,
+        # the label cost a ledger charges: legal moves of the positions reached from the start
         "env_steps_per_problem": float(np.mean(np.asarray(batch.env_steps))),
         "legal_moves_per_problem": float(np.mean(np.asarray(batch.num_edges))),
         "graph_bytes_per_problem": memory["graph_bytes"],

@@ -267,12 +267,18 @@ def _cmd_compare(args) -> None:
     if args.json:
         _print_json(result)
         return
-    print(f"{args.arm} vs {args.baseline}, regime {args.regime}:")
+    from jaxcredit.stats import interval_description
+
+    matched = " (the baseline given exactly the arm's total env steps)" if args.regime == "matched" else ""
+    print(f"{args.arm} vs {args.baseline}, regime {args.regime}{matched}:")
     for measure in ("final_success", "average_success"):
         d = result[measure]
+        interval = "n/a" if d["low"] is None else f"[{d['low']:+.3f}, {d['high']:+.3f}]"
+        p_value = "n/a" if d["p_value"] is None else f"{d['p_value']:.3f}"
         print(f"  {measure}: {d['arm_mean']:.3f} vs {d['baseline_mean']:.3f}, diff {d['mean_diff']:+.3f} "
-              f"[{d['low']:+.3f}, {d['high']:+.3f}] 95% CI, wins {d['arm_wins']}/{d['num_seeds']} "
+              f"{interval}, paired t-test p = {p_value}, wins {d['arm_wins']}/{d['num_seeds']} "
               f"(losses {d['baseline_wins']}, ties {d['ties']})")
+    print(f"  interval: {interval_description(result['final_success']['num_seeds'])}")
 
 
 def _add_analysis_commands(commands) -> None:
@@ -301,7 +307,8 @@ def _add_analysis_commands(commands) -> None:
     compare.add_argument("sweep", help="sweep directory")
     compare.add_argument("--arm", required=True, help="the arm")
     compare.add_argument("--baseline", default="outcome", help="the arm compared against (default outcome)")
-    compare.add_argument("--regime", default="attempts", help="attempts or steps (default attempts)")
+    compare.add_argument("--regime", default="attempts",
+                         help="attempts, matched (--arm a label arm) or fixed-steps (default attempts)")
     compare.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     compare.set_defaults(handler=_cmd_compare)
 

@@ -47,7 +47,9 @@ class Graph:
       legal: bool `[S, A]`, the rules accept `a` at `s` (all False on padding rows).
       valid: bool `[S]`, `s` is a real position of this problem (not padding).
       observation: int32 `[S, L]`, the observation at each position at turn 0.
-      env_steps: int32 `[]`, environment steps spent building it (valid positions x A).
+
+    What enumerating the graph costs in environment steps depends on where the episode starts:
+    `enumeration_env_steps(graph, start)` (one step per legal move of a reached position).
     """
 
     next_position: jax.Array
@@ -56,7 +58,6 @@ class Graph:
     legal: jax.Array
     valid: jax.Array
     observation: jax.Array
-    env_steps: jax.Array
 
 
 @struct.dataclass
@@ -76,8 +77,8 @@ def build_graph(env: Environment, problem: Any) -> Graph:
     """The complete graph of `problem`'s positions, stepped with `env.step` at every action.
 
     `problem` is one (unbatched) problem pytree; `jax.vmap(build_graph, in_axes=(None, 0))`
-    builds many. Costs `S * A` environment steps (only valid positions are counted in
-    `env_steps`, the label work a budget ledger charges).
+    builds many. This fixed-shape build steps the whole `[S, A]` table; the label work a budget
+    ledger charges is what an enumeration needs, `enumeration_env_steps(graph, start)`.
     """
     positions = jnp.arange(env.num_positions, dtype=jnp.int32)
     return graph_over_positions(env, problem, positions, jnp.ones(positions.shape, bool), lambda index: index)
@@ -107,7 +108,6 @@ def graph_over_positions(env: Environment, problem: Any, positions: jax.Array, k
         legal=legal,
         valid=valid,
         observation=states.observation,
-        env_steps=(jnp.sum(valid) * env.num_actions).astype(jnp.int32),
     )
 
 

@@ -44,9 +44,11 @@ class BatchSolution:
       start_q: float32 `[B, A]`, Q of every action there.
       start_legal: bool `[B, A]`, the legal actions there.
       num_positions: int32 `[B]`, the number of valid positions of each problem.
-      env_steps: int32 `[B]`, environment steps a full graph costs (valid positions x A), the
-        label work a budget ledger charges (`solve_batch` itself steps only the legal moves).
-      num_edges: int32 `[B]`, the number of legal moves (valid position, legal action).
+      env_steps: int32 `[B]`, environment steps an enumeration from the start needs: one per
+        legal move of each position reached from the start, what a budget ledger charges
+        (`jaxcredit.solver.enumeration_env_steps`; refused moves cost nothing).
+      num_edges: int32 `[B]`, the number of legal moves (valid position, legal action), reached
+        or not (what `solve_batch` steps).
     """
 
     start_value: jax.Array
@@ -166,6 +168,24 @@ def _build_chunk(env: Environment, problems: Any, *, rows: int, edges: int) -> E
     return jax.vmap(functools.partial(_edge_graph, env, rows=rows, edges=edges))(problems)
 
 
+def _rows_reached(graphs: EdgeGraph, *, source: jax.Array, next_row: jax.Array, offset: jax.Array) -> jax.Array:
+    """bool `[B * K]`: the rows of the block-diagonal graph a breadth-first enumeration from each
+    problem's start reaches through accepted moves that do not end the episode (as
+    `jaxcredit.solver.positions_reached`). `source`, `next_row`: int32 `[B * E]` global rows."""
+    B, K = graphs.legal_count.shape
+    moves = (graphs.live & ~graphs.terminal).reshape(-1) & (next_row != source)
+
+    def expand(carry):
+        reached, _ = carry
+        hit = jnp.zeros(reached.shape, jnp.int32).at[next_row].max((reached[source] & moves).astype(jnp.int32)) > 0
+        grown = reached | hit
+        return grown, jnp.any(grown != reached)
+
+    first = jnp.zeros((B * K,), bool).at[graphs.start_row + offset].set(True)
+    reached, _ = jax.lax.while_loop(lambda carry: carry[1], expand, (first, jnp.array(True)))
+    return reached
+
+
 @functools.partial(jax.jit, static_argnames=("policy", "horizon"))
 def _solve_chunk(graphs: EdgeGraph, *, policy: str, horizon: int) -> BatchSolution:
     """Solve a chunk's edge graphs (leading axis `[B]`) as one block-diagonal graph of `B * K` rows."""
@@ -188,6 +208,7 @@ def _solve_chunk(graphs: EdgeGraph, *, policy: str, horizon: int) -> BatchSoluti
         return v, None
 
     zero = jnp.zeros((B * K,), jnp.float32)
+    reached = _rows_reached(graphs, source=source, next_row=next_row, offset=offset)
     before_last, _ = jax.lax.scan(turn, zero, None, length=max(horizon - 1, 0))
     last = turn(before_last, None)[0] if horizon > 0 else zero
     start = graphs.start_row + offset
@@ -198,7 +219,7 @@ def _solve_chunk(graphs: EdgeGraph, *, policy: str, horizon: int) -> BatchSoluti
         start_q=start_q if horizon > 0 else jnp.zeros_like(start_q),
         start_legal=graphs.start_legal,
         num_positions=graphs.num_positions,
-        env_steps=graphs.num_positions * graphs.start_legal.shape[-1],
+        env_steps=jnp.sum((live & reached[source]).reshape(B, -1), axis=-1, dtype=jnp.int32),
         num_edges=graphs.num_edges,
     )
 

@@ -8,14 +8,17 @@ import jax.numpy as jnp
 import matplotlib.image
 import numpy as np
 import pytest
+from scipy import stats as scipy_stats
 
 from jaxcredit.analysis import (
     CLASSES,
     card_for_config,
     classify_actions,
+    compare_arms,
     compare_sweep,
     exact_credit,
     exact_step_values,
+    format_comparison_table,
     learning_curve,
     markdown_links,
     mc_error_by_k,
@@ -32,18 +35,23 @@ from jaxcredit.rollout import replay
 
 ARMS = ("outcome", "mc")
 NUM_SEEDS, NUM_EVALS = 6, 5
-PLANTED = {"attempts": 0.2, "steps": -0.1}  # mc minus outcome, at every evaluation after the start
+# mc minus outcome at every evaluation after the start; in `matched`, mc's attempts run minus the
+# outcome run given mc's total env steps
+PLANTED = {"attempts": 0.2, "matched": -0.05, "fixed-steps": -0.1}
+CELLS = [("attempts", "outcome"), ("attempts", "mc"), ("matched", "outcome/to-mc"), ("fixed-steps", "outcome"),
+         ("fixed-steps", "mc")]
 
 
-def _rows(regime: str, arm: str) -> list[dict]:
-    rng = np.random.default_rng(list(PLANTED).index(regime) * 10 + ARMS.index(arm))
+def _rows(regime: str, cell: str) -> list[dict]:
+    rng = np.random.default_rng(CELLS.index((regime, cell)))
     rows = []
     for seed in range(NUM_SEEDS):
         base = 0.3 + 0.05 * seed  # shared by both arms: the pairing
+        offset = {"mc": PLANTED[regime], "outcome/to-mc": PLANTED["attempts"] - PLANTED["matched"]}.get(cell, 0.0)
         for e in range(NUM_EVALS + 1):
-            success = 0.05 if e == 0 else base + 0.05 * e + (PLANTED[regime] if arm == "mc" else 0.0)
+            success = 0.05 if e == 0 else base + 0.05 * e + offset
             success += 0.005 * rng.standard_normal() if e else 0.0
-            steps = (e * 1000) * (20 if arm == "mc" and regime == "attempts" else 1)
+            steps = (e * 1000) * (20 if (cell == "mc" and regime == "attempts") or regime == "matched" else 1)
             rows.append({"eval_index": e, "seed_index": seed, "iteration": 10 * e, "success_greedy": success,
                          "success_sampled": success, "total_env_steps": steps, "main_episodes": e * 100})
     return rows
@@ -56,14 +64,13 @@ def sweep_dir(tmp_path_factory):
             "base": {"env": "mad", "num_seeds": NUM_SEEDS, "num_evals": NUM_EVALS, "eval_problems": 64,
                      "learning_rate": 0.003},
             "arms": {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 2}},
-            "budgets": {"attempts": 500, "steps": 5000}, "num_seeds": None}
+            "budgets": {"attempts": 500, "fixed-steps": 5000}, "regimes": list(PLANTED), "num_seeds": None}
     (out / "sweep_spec.json").write_text(json.dumps(spec))
-    for regime in PLANTED:
-        for arm in ARMS:
-            run = out / regime / arm
-            run.mkdir(parents=True)
-            (run / "config.json").write_text(json.dumps({**spec["base"], **spec["arms"][arm]}))
-            (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows(regime, arm)))
+    for regime, cell in CELLS:
+        run = out / regime / cell
+        run.mkdir(parents=True)
+        (run / "config.json").write_text(json.dumps({**spec["base"], **spec["arms"][cell.split("/")[0]]}))
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _rows(regime, cell)))
     return str(out)
 
 
@@ -81,6 +88,15 @@ def test_paired_comparison_recovers_planted_difference(sweep_dir):
     outcome = comparison["regimes"]["attempts"]["outcome"]
     assert outcome["average_success"] == pytest.approx(np.mean([0.45 + 0.05 * s for s in range(NUM_SEEDS)]),
                                                        abs=0.01)
+    matched = comparison["regimes"]["matched"]["mc"]
+    assert matched["reference"] == "outcome" and "matched to mc's total" in matched["budget"]
+    assert matched["spend"]["reference"]["total_env_steps"] == 20 * NUM_EVALS * 1000
+    text = format_comparison_table(comparison)
+    assert text.count("paired Student-t interval over n = 6 seed(s)") == 3 and "WARNING" not in text
+    assert compare_arms(sweep_dir, "mc", "outcome", "matched")["final_success"]["mean_diff"] == pytest.approx(
+        PLANTED["matched"], abs=0.01)
+    with pytest.raises(ValueError, match="label arm"):
+        compare_arms(sweep_dir, "outcome", "mc", "matched")
 
 
 def test_paired_comparison_refuses_unpaired_seeds():
@@ -143,8 +159,15 @@ def test_learning_curve_plot_has_one_line_per_arm(sweep_dir, tmp_path):
               for arm, run in runs.items()}
     assert curves["mc"]["x"][-1] == 20 * NUM_EVALS * 1000
     assert np.all(curves["mc"]["low"] <= curves["mc"]["mean"]) and np.all(curves["mc"]["mean"] <= curves["mc"]["high"])
+    # the band is the Student-t interval of the mean over the 6 seeds at each evaluation
+    at_last = [r["success_greedy"] for r in _rows("attempts", "mc") if r["eval_index"] == NUM_EVALS]
+    half = scipy_stats.t.ppf(0.975, NUM_SEEDS - 1) * np.std(at_last, ddof=1) / np.sqrt(NUM_SEEDS)
+    assert curves["mc"]["high"][-1] - curves["mc"]["mean"][-1] == pytest.approx(half)
     drawn = plot_learning_curves(curves, str(tmp_path / "c.png"))
     assert drawn["lines"] == list(ARMS)
+    assert drawn["band"] == "band: 95% Student-t interval of the mean over n = 6 seeds"
+    few = {arm: {**curve, "num_seeds": 2} for arm, curve in curves.items()}
+    assert "n < 5" in plot_learning_curves(few, str(tmp_path / "d.png"))["band"]
     image = matplotlib.image.imread(drawn["path"])
     assert image.shape[:2] == (400, 640)
 
@@ -154,7 +177,7 @@ def test_sweep_report_links_existing_files_and_readable_plots(sweep_dir):
     text = open(report).read()
     links = markdown_links(text)
     pngs = [link for link in links if link.endswith(".png")]
-    assert len(pngs) == 4  # 2 regimes x (steps, attempts)
+    assert len(pngs) == 6  # 3 regimes x (steps, attempts)
     for link in links:
         assert os.path.exists(os.path.join(sweep_dir, link)), link
     for link in pngs:
@@ -163,11 +186,16 @@ def test_sweep_report_links_existing_files_and_readable_plots(sweep_dir):
     cards = json.load(open(os.path.join(sweep_dir, "card.json")))
     assert [c["subject"] for c in cards] == ["sweep synthetic / arm outcome", "sweep synthetic / arm mc"]
     assert "continuation (K=2" in cards[1]["intervention_provenance"]
+    for card in cards:  # every card names the interval method and n, and the matched budgets
+        assert "paired Student-t interval over n = 6 seed(s)" in card["support_and_uncertainty"]
+        assert "matched: the arms without label work get each label arm's total" in card["support_and_uncertainty"]
     assert "+0.200" in text or "+0.20" in text
+    assert "paired Student-t interval over n = 6" in text
     # a single run directory gets its own report
-    run_report = write_report(os.path.join(sweep_dir, "steps", "mc"))
-    assert all(os.path.exists(os.path.join(sweep_dir, "steps", "mc", link))
-               for link in markdown_links(open(run_report).read()))
+    run_report = write_report(os.path.join(sweep_dir, "fixed-steps", "mc"))
+    run_text = open(run_report).read()
+    assert all(os.path.exists(os.path.join(sweep_dir, "fixed-steps", "mc", link)) for link in markdown_links(run_text))
+    assert "95% Student-t interval over n = 6 seed(s)" in run_text
 
 
 def test_cards_name_provenance_from_config():
@@ -221,7 +249,8 @@ def test_sweep_command_writes_report_at_the_end(sweep_dir, tmp_path, monkeypatch
     out = tmp_path / "sweep"
     assert main(["sweep", "--preset", "quick", "--out", str(out), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == {}
-    assert (out / "report.md").exists() and (out / "plots" / "steps-curve-attempts.png").exists()
+    assert (out / "report.md").exists() and (out / "plots" / "fixed-steps-curve-attempts.png").exists()
+    assert (out / "plots" / "matched-curve-steps.png").exists()
 
 
 def test_audit_of_a_checkpoint_matches_exact_values(small_mad, tmp_path, capsys):

@@ -1,11 +1,15 @@
-"""The Ray sweep backend: a local Ray with 2 workers runs a 2-cell sweep exactly as the local backend does."""
+"""The Ray sweep backend: a local Ray with 2 workers runs a sweep's cells, and a matched-regime cell,
+exactly as the local backend does. (The two phases' order is the backend-agnostic `run_sweep`'s,
+tested with the local backend in `test_sweep.py`; a label arm here would double this test's
+compile time in every worker.)"""
 
 import os
 
 import pytest
 
 from jaxcredit.cli import main
-from jaxcredit.train import SweepSpec, run_sweep
+from jaxcredit.train import SweepSpec, run_cells, run_sweep
+from jaxcredit.train.backends import Cell
 from jaxcredit.train.rundir import read_jsonl
 
 ray = pytest.importorskip("ray")
@@ -16,8 +20,9 @@ SPEC = SweepSpec(
     base={"env": "mad", "env_overrides": TINY_MAD, "d_model": 16, "num_layers": 1, "num_heads": 2, "mlp_dim": 32,
           "problems_per_iteration": 4, "attempts_per_problem": 4, "learning_rate": 3e-3, "eval_problems": 32,
           "num_seeds": 2, "num_evals": 2, "credit": "outcome"},
-    arms={"outcome": {}}, budgets={"attempts": 96, "steps": 400},
+    arms={"outcome": {}}, budgets={"attempts": 96, "fixed-steps": 400},
 )
+TARGETS = {"x": [150, 260], "y": [220, 180]}  # as if two label arms had spent these per seed
 
 
 def rows(path):
@@ -25,19 +30,28 @@ def rows(path):
     return [{k: v for k, v in r.items() if k != "segment_seconds"} for r in metrics]
 
 
+def matched_cell(out):
+    config = SPEC.arm_config("outcome")
+    return Cell(("matched", "outcome"), config, str(out / "matched" / "outcome"), False, "matched/outcome", TARGETS)
+
+
 def test_ray_backend_matches_local(tmp_path):
     local = run_sweep(SPEC, str(tmp_path / "local"), progress=False)
+    local_views = run_cells([matched_cell(tmp_path / "local")], progress=False)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         remote = run_sweep(SPEC, str(tmp_path / "ray"), progress=False, backend="ray")
+        remote_views = run_cells([matched_cell(tmp_path / "ray")], backend="ray")
         assert ray.is_initialized()  # a Ray the caller started is left running
     finally:
         ray.shutdown()
-    assert remote == local
-    for regime in ("attempts", "steps"):
-        ray_rows = rows(tmp_path / "ray" / regime / "outcome")
-        assert ray_rows == rows(tmp_path / "local" / regime / "outcome")
-        assert len(ray_rows) == 2 * 3 and ray_rows[-1]["main_episodes"] >= 96
+    assert remote == local and remote_views == local_views
+    assert list(remote["regimes"]) == ["attempts", "fixed-steps"]  # no label arm: nothing to match
+    for cell in ("attempts/outcome", "fixed-steps/outcome", "matched/outcome/to-x", "matched/outcome/to-y"):
+        ray_rows = rows(tmp_path / "ray" / cell)
+        assert ray_rows == rows(tmp_path / "local" / cell)
+        assert len(ray_rows) == 2 * 3
+    assert rows(tmp_path / "ray" / "attempts" / "outcome")[-1]["main_episodes"] >= 96
     assert os.path.exists(tmp_path / "ray" / "table.md")
 
 

@@ -198,8 +198,10 @@ def test_every_arm_takes_a_finite_step_and_charges_its_ledger(fields):
     assert all(bool(jnp.all(jnp.isfinite(x))) for x in jax.tree_util.tree_leaves(after.params))
     env = trainer.env  # MAD length 3: S = 8 selections, A = 7 actions, every position valid
     if fields["credit"] in ("exact", "solver"):
-        # graph enumeration: every (position, action) of each of the 8 problems, exactly
-        assert int(ledger.label_env_steps) == 8 * env.num_positions * env.num_actions == 448
+        # graph enumeration, by hand: from the empty selection all 8 selections are reached; at
+        # each, 3 select/unselect moves and submit are legal (the 3 others are refused, free):
+        # 8 x 4 = 32 env steps per problem, 8 problems
+        assert int(ledger.label_env_steps) == 8 * 8 * 4 == 256
         expected_evals = 8 * env.num_positions if fields["credit"] == "exact" else 0
         assert int(ledger.label_policy_evals) == expected_evals
     elif fields["credit"] == "mc":
@@ -208,3 +210,37 @@ def test_every_arm_takes_a_finite_step_and_charges_its_ledger(fields):
         assert int(ledger.critic_env_steps) > 0 and int(ledger.label_env_steps) == 0
     else:
         assert int(ledger.label_env_steps) == 0 and int(ledger.critic_env_steps) == 0
+
+
+def test_graph_label_cost_through_the_trainer_equals_hand_counts():
+    """Arithmetic with 2 numbers, charged by `Trainer.advantages` (the solver arm; the exact arm
+    charges through the same line, hand-counted on MAD above). [2, 3] -> 5: the start has 5
+    accepted combinations (2+3, 3+2, 3-2, 2*3, 3*2; 2-3 negative, 2/3 and 3/2 inexact) and 2
+    FINALs (UNDO illegal): 7; each of the 5 children has UNDO and one FINAL: 10; 17 in all.
+    [2, 2] -> 4: 8 combinations (+ - * / in both orders, all accepted) and 2 FINALs: 10; each of
+    the 8 children: UNDO and one FINAL: 16; 26 in all. Refused moves cost nothing."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcredit.ledger import init_ledger
+    from jaxcredit.rollout import rollout
+    from jaxcredit.train import make_train
+
+    trainer = make_train(config_from_dict({
+        **TINY, "env": "arithmetic", "env_overrides": {"count": 2, "max_turns": 4}, "credit": "solver",
+        "problems_per_iteration": 2, "attempts_per_problem": 2}))
+    env = trainer.env
+    problems = jax.tree_util.tree_map(lambda *xs: jnp.stack(xs), env.make_problem([2, 3], 5),
+                                      env.make_problem([2, 2], 4))
+    params = trainer.init(jnp.int32(0)).params
+
+    @jax.jit
+    def label_cost(params):
+        starts = jax.vmap(env.init_problem)(jax.tree_util.tree_map(lambda x: jnp.repeat(x, 2, axis=0), problems))
+        trajectory, _ = rollout(env, trainer.policy_fn, params, starts, jax.random.key(0), num_turns=env.max_turns)
+        _, _, ledger = trainer.advantages(params, trajectory, problems, jax.random.key(1), init_ledger())
+        return ledger
+
+    ledger = label_cost(params)
+    assert int(ledger.label_env_steps) == 17 + 26
+    assert int(ledger.main_env_steps) == 0 and int(ledger.critic_env_steps) == 0

@@ -4,6 +4,7 @@ from jaxcredit.train.backends import BACKENDS, run_cells
 from jaxcredit.train.config import CREDITS, TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training, summarize
 from jaxcredit.train.loop import Trainer, TrainState, make_train
+from jaxcredit.train.matched import run_matched
 from jaxcredit.train.presets import PRESETS, get_preset
 from jaxcredit.train.rundir import RunDir
 from jaxcredit.train.sweep import SweepSpec, format_table, run_sweep, sweep_table
@@ -22,6 +23,7 @@ __all__ = [
     "get_preset",
     "make_train",
     "run_cells",
+    "run_matched",
     "run_sweep",
     "run_training",
     "summarize",

@@ -39,7 +39,7 @@ from jaxcredit.checkpoint import save_policy
 from jaxcredit.ledger import ledger_to_dict
 from jaxcredit.rundir_io import RunLock, check_writable_dir
 from jaxcredit.sharding import batch_mesh
-from jaxcredit.train.config import TrainConfig, config_from_dict
+from jaxcredit.train.config import MAX_BUDGET, TrainConfig, config_from_dict
 from jaxcredit.train.loop import Trainer, budget_count, make_train
 from jaxcredit.train.rundir import RunDir, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 from jaxcredit.validation import require_float, require_int
@@ -88,13 +88,14 @@ def _sync(name: str) -> None:
 def _programs(program_config: TrainConfig):
     trainer = make_train(program_config)
     return (jax.jit(jax.vmap(trainer.init)),
-            jax.jit(jax.vmap(trainer.run_until, in_axes=(0, None, None))),
+            jax.jit(jax.vmap(trainer.run_until)),  # limits int32 [N]: one per seed
             jax.jit(jax.vmap(trainer.evaluate)))
 
 
 def compiled_programs(config: TrainConfig):
     """`(init, segment, evaluate)`, jitted and vmapped over seeds, shared by every config that
-    differs only in budget, seeds or evaluation schedule (so both regimes of an arm compile once)."""
+    differs only in budget, seeds or evaluation schedule (so every regime of an arm compiles once).
+    `segment(state, main_episodes_limit, total_env_steps_limit)` takes int32 `[N]` limits."""
     program = dataclasses.replace(config, budget=1, budget_counter="main_episodes", num_evals=1,
                                   num_seeds=1, seed=0)
     return _programs(program)
@@ -161,8 +162,27 @@ class _Progress:
             self.bar.close()
 
 
+def evaluation_schedule(config: TrainConfig, schedule=None) -> np.ndarray:
+    """int64 `[N, num_evals]`: the budget-counter value each seed evaluates at (its own row).
+
+    By default every seed evaluates at `budget * j / num_evals`, j = 1..num_evals. A given
+    `schedule` (one row per seed, one column per evaluation, nondecreasing, each in
+    `[1, MAX_BUDGET]`) is checked and returned; the matched regime passes per-seed budgets.
+    """
+    if schedule is None:
+        thresholds = [config.budget * j // config.num_evals for j in range(1, config.num_evals + 1)]
+        return np.tile(np.asarray(thresholds, np.int64), (config.num_seeds, 1))
+    schedule = np.asarray(schedule, np.int64)
+    if schedule.shape != (config.num_seeds, config.num_evals):
+        raise ValueError(f"schedule must have shape (num_seeds, num_evals) = {(config.num_seeds, config.num_evals)}, "
+                         f"got {schedule.shape}")
+    if (schedule < 1).any() or (schedule > MAX_BUDGET).any() or (np.diff(schedule, axis=1) < 0).any():
+        raise ValueError(f"schedule must be nondecreasing per seed and within [1, {MAX_BUDGET}]")
+    return schedule
+
+
 def run_training(config: TrainConfig, out: str, *, resume: bool = False, progress: bool = True,
-                 label: str | None = None, stop_after_evals: int | None = None) -> dict:
+                 label: str | None = None, stop_after_evals: int | None = None, schedule=None) -> dict:
     """Run (or resume) one configuration's seeds into run directory `out`; returns the summary.
 
     Everything is checked before any work: the config against its environment, `out` (a writable
@@ -172,10 +192,14 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
     started, a `resumable` one continues from its latest checkpoint (or, without one, starts afresh
     from its own `config.json`), a `finished` one returns its summary; the saved config must equal
     `config`. `stop_after_evals` ends early after that many evaluations (tests use it to interrupt
-    a run).
+    a run). `schedule` (int `[num_seeds, num_evals]`, see `evaluation_schedule`) gives each seed its
+    own evaluation points (the last is its budget); it is saved as `schedule.json` before
+    `config.json` and must match on resume.
     """
     run = RunDir(out)
     check_writable_dir(out)
+    custom = schedule is not None
+    schedule = evaluation_schedule(config, schedule)
     trainer = make_train(config)  # every check that needs the environment, before any work
     if resume and not os.path.isdir(run.path):
         raise FileNotFoundError(f"nothing to resume: {out} does not exist")
@@ -186,11 +210,13 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
                 raise ValueError(f"{out} already holds a run ({status}); pass --resume to continue it or choose "
                                  "another --out")
             _check_same_config(run, config)
+            _check_same_schedule(run, schedule if custom else None)
             if status == "finished":
                 return read_json(run.summary_path)
         _sync("jaxcredit-run-checked")  # every process has looked before process 0 writes
         try:
-            return _train(run, trainer, status, progress=progress, label=label, stop_after_evals=stop_after_evals)
+            return _train(run, trainer, status, schedule, custom, progress=progress, label=label,
+                          stop_after_evals=stop_after_evals)
         finally:
             run.close()
 
@@ -233,6 +259,18 @@ def _check_same_config(run: RunDir, config: TrainConfig) -> None:
         differences = ", ".join(f"{k} (saved {getattr(saved, k)!r}, requested {getattr(config, k)!r})" for k in fields)
         raise ValueError(f"cannot resume {run.path}: its config.json differs from the requested config in "
                          f"{differences}")
+
+
+def _schedule_path(run: RunDir) -> str:
+    return os.path.join(run.path, "schedule.json")
+
+
+def _check_same_schedule(run: RunDir, schedule) -> None:
+    """Raise `ValueError` unless `run`'s saved evaluation schedule is `schedule` (None: the default)."""
+    path = _schedule_path(run)
+    saved = read_json(path)["schedule"] if os.path.exists(path) else None
+    if saved != (None if schedule is None else schedule.tolist()):
+        raise ValueError(f"cannot resume {run.path}: its schedule.json differs from the requested evaluation schedule")
 
 
 def _check_info(run: RunDir, info: dict, config: TrainConfig) -> None:
@@ -282,8 +320,8 @@ def _resumed_rows(run: RunDir, info: dict, state, config: TrainConfig) -> list[d
     return kept
 
 
-def _train(run: RunDir, trainer: Trainer, status: str, *, progress: bool, label: str | None,
-           stop_after_evals: int | None) -> dict:
+def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, custom: bool, *, progress: bool,
+           label: str | None, stop_after_evals: int | None) -> dict:
     """The run itself, under the lock: restore or start, segments, evaluations, checkpoints, finish."""
     config = trainer.config
     info = run.checkpoint_info("latest") if status == "resumable" else None
@@ -291,7 +329,10 @@ def _train(run: RunDir, trainer: Trainer, status: str, *, progress: bool, label:
         _check_info(run, info, config)
     if info is None and _is_writer():
         if status == "new":
-            run.create(config.to_dict())  # first: from here on the directory is resumable
+            if custom:  # before config.json, so a resumable directory always has it
+                rundir_io.make_dirs(run.path)
+                write_json_atomic(_schedule_path(run), {"schedule": schedule.tolist()})
+            run.create(config.to_dict())  # from here on the directory is resumable
         else:
             rundir_io.make_dirs(run.checkpoint_root)  # stopped before its first checkpoint
     seeds = jnp.arange(config.num_seeds, dtype=jnp.int32) + config.seed
@@ -312,13 +353,12 @@ def _train(run: RunDir, trainer: Trainer, status: str, *, progress: bool, label:
         run.save_checkpoint("latest", 0, state, {"eval_index": 0, "best_success": best})
 
     bar = _Progress(config, label or config.credit, progress)
-    thresholds = trainer.thresholds()
     try:
         for j in range(start, config.num_evals + 1):
             if stop_after_evals is not None and j > stop_after_evals:
                 return {"stopped_after": stop_after_evals}
             started = time.perf_counter()
-            state = segment(state, *trainer.limits(thresholds[j - 1]))
+            state = segment(state, *trainer.limits(schedule[:, j - 1]))
             metrics = evaluate(state.params)
             new_rows = _metric_rows(j, metrics, state)
             for r in new_rows:

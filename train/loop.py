@@ -146,19 +146,23 @@ class Trainer:
         """Iterate while the ledger is below both limits (int32 `[]`; pass `MAX_COUNT` for no limit).
 
         The limits are arguments, not configuration, so one compiled program serves every
-        budget and both regimes.
+        budget and every regime (the driver vmaps them with the seeds: one limit per seed).
+        Which iterations run depends only on the limits reached, never on where earlier calls
+        stopped: stopping at more limits on the way changes nothing after them.
         """
         def below(s):
             return (s.ledger.main_episodes < main_episodes_limit) & (s.ledger.total_env_steps < total_env_steps_limit)
 
         return jax.lax.while_loop(below, self.iterate, state)
 
-    def limits(self, threshold: int) -> tuple[jax.Array, jax.Array]:
-        """`(main_episodes_limit, total_env_steps_limit)` for a budget-counter `threshold`."""
-        no_limit = jnp.int32(MAX_COUNT)
+    def limits(self, threshold) -> tuple[jax.Array, jax.Array]:
+        """`(main_episodes_limit, total_env_steps_limit)` for a budget-counter `threshold` (an int,
+        or int `[N]`: one per seed; the other limit is `MAX_COUNT`, of the same shape)."""
+        threshold = jnp.asarray(threshold, jnp.int32)
+        no_limit = jnp.full(threshold.shape, MAX_COUNT, jnp.int32)
         if self.config.budget_counter == "main_episodes":
-            return jnp.int32(threshold), no_limit
-        return no_limit, jnp.int32(threshold)
+            return threshold, no_limit
+        return no_limit, threshold
 
     def evaluate(self, params: Any) -> dict:
         """Metrics of `params` on the fixed evaluation sets (see `train.evaluation`)."""
@@ -210,7 +214,10 @@ class Trainer:
             return advantage, None, record(ledger, counts, account="label")
         if c.credit in ("exact", "solver"):
             graphs = jax.vmap(lambda p: solver.build_graph(env, p))(problems)
-            graph_steps = jnp.sum(graphs.env_steps, dtype=jnp.int32)
+            # Label work: what a breadth-first enumeration from each problem's start steps (one
+            # env step per legal move of a reached position); refused moves cost nothing.
+            starts = jax.vmap(lambda p: solver.start_position(env, p))(problems)
+            graph_steps = jnp.sum(jax.vmap(solver.enumeration_env_steps)(graphs, starts), dtype=jnp.int32)
             if c.credit == "exact":
                 probs = jax.vmap(lambda p, g: solver.network_policy_probs(env, p, g, self.policy_fn, params,
                                                                           horizon=horizon))(problems, graphs)

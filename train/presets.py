@@ -1,8 +1,13 @@
 """Named sweeps. Run times are for the 2-core CPU this project is tested on.
 
-- `quick`: a small MAD (5 cells, 4 tokens, 1-2 useful, 8 turns), outcome vs mc, both regimes,
-  2 seeds; a few minutes. The README's main-job command runs it.
-- `mad-study`: default MAD, outcome vs mc vs exact vs critic, both regimes, 5 paired seeds.
+Every preset runs three regimes: `attempts` (equal main attempts), `matched` (the outcome arm
+given exactly each label arm's total env steps, seed by seed: one shared outcome run as long as
+the largest) and `fixed-steps` (a fixed cap on total env steps). The matched outcome run is what
+makes a study long: its length is the label arms' label work, in outcome iterations.
+
+- `quick`: a small MAD (5 cells, 4 tokens, 1-2 useful, 8 turns), outcome vs mc, 2 seeds; a few minutes.
+  The README's main-job command runs it.
+- `mad-study`: default MAD, outcome vs mc vs exact vs critic, 5 paired seeds.
 - `arithmetic-study`: arithmetic with the legal-action menu, outcome vs exact under the uniform
   reference vs exact under the current policy vs solver (optimal), evaluated on every family.
 """
@@ -16,22 +21,23 @@ _SMALL_MAD = {"length": 5, "num_tokens": 4, "min_useful": 1, "max_useful": 2, "m
 PRESETS: dict[str, SweepSpec] = {
     "quick": SweepSpec(
         name="quick",
-        description="small MAD, outcome vs mc (K=2), both regimes, 2 seeds",
+        description="small MAD, outcome vs mc (K=2), three regimes, 2 seeds",
         base={"env": "mad", "env_overrides": _SMALL_MAD, "learning_rate": 3e-3, "num_seeds": 2,
               "num_evals": 8, "eval_problems": 128, "problems_per_iteration": 16, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 2}},
-        budgets={"attempts": 6_000, "steps": 300_000},
-        cpu_minutes="about 3-5",
+        budgets={"attempts": 6_000, "fixed-steps": 300_000},
+        cpu_minutes="about 3 on the quiet machine (estimate); 16 measured with other jobs loading both cores",
     ),
     "mad-study": SweepSpec(
         name="mad-study",
-        description="default MAD, outcome vs mc vs exact vs critic, both regimes, 5 paired seeds",
+        description="default MAD, outcome vs mc vs exact vs critic, three regimes, 5 paired seeds",
         base={"env": "mad", "learning_rate": 1e-3, "num_seeds": 5, "num_evals": 10, "eval_problems": 256,
               "problems_per_iteration": 16, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4},
               "exact": {"credit": "exact"}, "critic": {"credit": "critic"}},
-        budgets={"attempts": 40_000, "steps": 4_000_000},
-        cpu_minutes="about 65",
+        budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
+        cpu_minutes="about 65 for attempts and fixed-steps, plus about 5-6 hours for matched (estimate: outcome "
+                    "to exact's ~23M env steps)",
     ),
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
@@ -43,8 +49,9 @@ PRESETS: dict[str, SweepSpec] = {
               "exact-uniform": {"credit": "solver", "solver_policy": "uniform"},
               "exact-policy": {"credit": "exact"},
               "solver-optimal": {"credit": "solver", "solver_policy": "optimal", "solver_add_outcome": True}},
-        budgets={"attempts": 4_000, "steps": 2_000_000},
-        cpu_minutes="about 70",
+        budgets={"attempts": 4_000, "fixed-steps": 2_000_000},
+        cpu_minutes="about 50 for attempts and fixed-steps, plus about 3 hours for matched (estimate: outcome "
+                    "to the exact arms' ~12M env steps)",
     ),
 }
 

@@ -1,13 +1,19 @@
-"""Budget-matched sweeps: every arm under both budget regimes, paired by seed, and their table.
+"""Budget-matched sweeps: every arm under three budget regimes, paired by seed, and their table.
 
-A sweep is a base configuration, named arms (credit settings) and two regimes:
+A sweep is a base configuration, named arms (credit settings) and its regimes:
 - `attempts`: equal main attempts (`budget_counter="main_episodes"`); label work is extra;
-- `steps`: equal total environment steps (`budget_counter="total_env_steps"`); arms without
-  label work get more main attempts until their total matches.
-Each (regime, arm) cell is an independent run directory `OUT/<regime>/<arm>`; cells share
-seeds, so arms are paired (same initial parameters, same problem stream). The table gives, per
-regime and arm, final and average greedy success (mean over seeds) and the paired difference to
-the reference arm (`outcome`) with a 95% bootstrap interval over seeds.
+- `matched`: for each label arm X (mc, exact, solver, critic), the arms without label work
+  (outcome, anchor) get exactly X's total env steps at the end of X's `attempts` run, seed by
+  seed: additional main attempts equal to X's label work (`jaxcredit.train.matched`);
+- `fixed-steps`: a fixed cap on total env steps (`budget_counter="total_env_steps"`), labels
+  included; arms without label work get more main attempts until their total reaches it.
+Each cell is a run directory `OUT/<regime>/<arm>` (matched: `OUT/matched/<arm>/to-<label arm>`).
+Cells share seeds, so arms are paired (same initial parameters, same problem stream). The sweep
+runs in two phases, `attempts` and `fixed-steps` first, then `matched` (it needs the attempts
+totals), on either backend. The table (`jaxcredit.comparison`, shared with the analysis
+report) gives per regime and row the final and average greedy success of both sides, the paired
+difference with a paired Student-t interval over seeds, p-values (Holm-adjusted per reference)
+and what budget each side got.
 """
 
 from __future__ import annotations
@@ -19,38 +25,96 @@ import os
 import numpy as np
 
 from jaxcredit.rundir_io import RunLock, check_writable_dir, remove_leftovers, write_text_atomic
-from jaxcredit.stats import paired_bootstrap
-from jaxcredit.train.backends import Cell, check_backend, run_cells
+from jaxcredit.comparison import (
+    REGIMES,
+    arm_credits,
+    comparison_pairs,
+    format_paired_table,
+    label_arms,
+    label_free_arms,
+    matched_cell,
+    paired_table,
+)
+from jaxcredit.train.backends import Cell, backend_session, check_backend, run_cells
 from jaxcredit.train.config import config_from_dict
 from jaxcredit.train.rundir import read_json, write_json_atomic
 
-REGIMES = {"attempts": "main_episodes", "steps": "total_env_steps"}
+BUDGET_COUNTERS = {"attempts": "main_episodes", "fixed-steps": "total_env_steps"}  # regimes with a budget
 
 
 @dataclasses.dataclass(frozen=True)
 class SweepSpec:
-    """A sweep: `base` config fields, `arms` (name -> config fields), budget per regime."""
+    """A sweep: `base` config fields, `arms` (name -> config fields), `budgets` (`attempts`: main
+    attempts per run; `fixed-steps`: total env steps per run) and the `regimes` to run, in order
+    (`matched` takes its budgets from the `attempts` runs)."""
 
     name: str
     description: str
     base: dict
     arms: dict
-    budgets: dict  # regime -> budget in that regime's counter
+    budgets: dict
     reference_arm: str = "outcome"
     cpu_minutes: str = ""
+    regimes: tuple = REGIMES
 
-    def cell_configs(self, *, num_seeds: int | None = None) -> dict:
-        """`{(regime, arm): TrainConfig}` for every cell; raises `ValueError` on a bad field."""
-        cells = {}
-        for regime, budget in self.budgets.items():
+    def check(self) -> None:
+        """Raise `ValueError` naming what is wrong with the regimes or budgets."""
+        for regime in self.regimes:
+            if regime == "steps":
+                raise ValueError("budget regime 'steps' is now called 'fixed-steps' (a fixed cap on total env steps)")
             if regime not in REGIMES:
                 raise ValueError(f"unknown budget regime {regime!r}; choices: {', '.join(REGIMES)}")
-            for arm, fields in self.arms.items():
-                values = {**self.base, **fields, "budget_counter": REGIMES[regime], "budget": budget}
-                if num_seeds is not None:
-                    values["num_seeds"] = num_seeds
-                cells[(regime, arm)] = config_from_dict(values)
+        for regime in self.budgets:
+            if regime not in BUDGET_COUNTERS:
+                raise ValueError(f"budgets: unknown regime {regime!r}; regimes with a budget: "
+                                 f"{', '.join(BUDGET_COUNTERS)} ('matched' takes the attempts runs' totals)")
+        missing = [r for r in self.regimes if r in BUDGET_COUNTERS and r not in self.budgets]
+        if missing:
+            raise ValueError(f"budgets: regime(s) {missing} need a budget")
+        if "matched" in self.regimes and "attempts" not in self.regimes:
+            raise ValueError("regime 'matched' needs regime 'attempts' (it matches the label arms' attempts runs)")
+
+    def cell_configs(self, *, num_seeds: int | None = None) -> dict:
+        """`{(regime, arm): TrainConfig}` for every cell with a budget of its own (`attempts`,
+        `fixed-steps`; `matched_cells` gives the rest); raises `ValueError` on a bad field."""
+        self.check()
+        cells = {}
+        for regime in self.regimes:
+            if regime not in BUDGET_COUNTERS:
+                continue
+            for arm in self.arms:
+                cells[(regime, arm)] = self.arm_config(arm, num_seeds=num_seeds, budget=self.budgets[regime],
+                                                       budget_counter=BUDGET_COUNTERS[regime])
         return cells
+
+    def arm_config(self, arm: str, *, num_seeds: int | None = None, **fields):
+        """The `TrainConfig` of `arm`: base fields, the arm's fields, then `fields`."""
+        values = {**self.base, **self.arms[arm], **fields}
+        if num_seeds is not None:
+            values["num_seeds"] = num_seeds
+        return config_from_dict(values)
+
+    @property
+    def credits(self) -> dict:
+        return arm_credits(self.base, self.arms)
+
+
+def matched_cells(spec: SweepSpec, summaries: dict, out: str, *, resume: bool, num_seeds: int | None) -> list:
+    """The matched regime's cells, one per label-free arm, targeting every label arm's per-seed
+    total env steps from its `attempts` summary (in `summaries`)."""
+    credits = spec.credits
+    targets = {arm: [int(s["total_env_steps"]) for s in summaries[("attempts", arm)]["seeds"]]
+               for arm in label_arms(credits)}
+    if not targets:
+        return []
+    cells = []
+    for arm in label_free_arms(credits, spec.reference_arm):
+        config = spec.arm_config(arm, num_seeds=num_seeds, budget_counter="total_env_steps",
+                                 budget=spec.budgets["attempts"])
+        cell_dir = os.path.join(out, "matched", arm)
+        cell_resume = resume and os.path.exists(os.path.join(cell_dir, "config.json"))
+        cells.append(Cell(("matched", arm), config, cell_dir, cell_resume, f"matched/{arm}", targets))
+    return cells
 
 
 def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int | None = None,
@@ -59,7 +123,8 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
     table dict (also written to `out/sweep.json` and `out/table.md`).
 
     `backend`: `"local"` runs the cells one after another; `"ray"` runs each as a Ray task (on the
-    cluster at `ray_address`, or a local Ray); see `jaxcredit.train.backends`. Same results.
+    cluster at `ray_address`, or a local Ray); see `jaxcredit.train.backends`. Same results. Either
+    way the `matched` cells start once the `attempts` and `fixed-steps` cells are done.
     """
     check_backend(backend)
     cells = spec.cell_configs(num_seeds=num_seeds)  # every cell's config is valid before any work
@@ -72,7 +137,9 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
 def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, num_seeds: int | None,
                       progress: bool, backend: str, ray_address: str | None) -> dict:
     sweep_path = os.path.join(out, "sweep_spec.json")
-    spec_dict = json.loads(json.dumps({**dataclasses.asdict(spec), "num_seeds": num_seeds}))
+    # JSON files are written with sorted keys: the arms' order (the table's row order) is kept apart
+    spec_dict = json.loads(json.dumps({**dataclasses.asdict(spec), "num_seeds": num_seeds,
+                                       "arm_order": list(spec.arms)}))
     if os.path.exists(sweep_path) and not resume:
         raise ValueError(f"{out} already holds a sweep; pass --resume to continue it or choose another --out")
     if resume and os.path.exists(sweep_path) and read_json(sweep_path) != spec_dict:
@@ -84,53 +151,37 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
         cell_dir = os.path.join(out, regime, arm)
         cell_resume = resume and os.path.isdir(cell_dir)  # a cell stopped at any point, even before its config
         jobs.append(Cell((regime, arm), config, cell_dir, cell_resume, f"{regime}/{arm}"))
-    summaries = run_cells(jobs, backend=backend, ray_address=ray_address, progress=progress)
-    table = sweep_table(summaries, reference_arm=spec.reference_arm)
+    with backend_session(backend, ray_address=ray_address):  # one Ray session for both phases
+        summaries = run_cells(jobs, backend=backend, ray_address=ray_address, progress=progress)
+        if "matched" in spec.regimes:  # phase 2: needs the attempts runs' totals
+            matched = matched_cells(spec, summaries, out, resume=resume, num_seeds=num_seeds)
+            results = run_cells(matched, backend=backend, ray_address=ray_address, progress=progress)
+            for (_, arm), views in results.items():
+                for label_arm, summary in views.items():
+                    summaries[("matched", matched_cell(arm, label_arm))] = summary
+    table = sweep_table(summaries, spec)
     write_json_atomic(os.path.join(out, "sweep.json"), table)
     write_text_atomic(os.path.join(out, "table.md"), format_table(table))
     return table
 
 
-def sweep_table(summaries: dict, *, reference_arm: str) -> dict:
-    """Per regime and arm: mean final/average success over seeds, mean total env steps, and the
-    paired difference to `reference_arm` (bootstrap 95% interval, seed wins)."""
-    table = {}
-    for (regime, arm), summary in summaries.items():
-        seeds = summary["seeds"]
-        entry = {
-            "final_success": float(np.mean([s["final_success"] for s in seeds])),
-            "average_success": float(np.mean([s["average_success"] for s in seeds])),
-            "total_env_steps": float(np.mean([s["total_env_steps"] for s in seeds])),
-            "main_episodes": float(np.mean([s["main_episodes"] for s in seeds])),
-            "num_seeds": len(seeds),
-        }
-        reference = summaries.get((regime, reference_arm))
-        if reference is not None and arm != reference_arm:
-            for measure in ("final_success", "average_success"):
-                ours = np.array([s[measure] for s in seeds])
-                theirs = np.array([s[measure] for s in reference["seeds"]])
-                entry[f"{measure}_vs_{reference_arm}"] = paired_bootstrap(ours, theirs)
-        table.setdefault(regime, {})[arm] = entry
-    return table
+def summary_measures(summary: dict) -> dict:
+    """A run summary's per-seed numbers in the form `jaxcredit.comparison.paired_table` takes."""
+    seeds = sorted(summary["seeds"], key=lambda s: s["seed_index"])
+    out = {"seeds": [s["seed_index"] for s in seeds]}
+    for key in ("final_success", "average_success", "main_episodes", "total_env_steps"):
+        out[key] = np.asarray([s[key] for s in seeds], np.float64)
+    return out
+
+
+def sweep_table(summaries: dict, spec: SweepSpec) -> dict:
+    """The comparison table (`jaxcredit.comparison.paired_table`) of the cells in `summaries`
+    (`{(regime, cell): summary}`)."""
+    measures = {cell: summary_measures(summary) for cell, summary in summaries.items()}
+    pairs = comparison_pairs(spec.regimes, spec.credits, spec.reference_arm)
+    return paired_table(pairs, measures, budgets=spec.budgets, reference_arm=spec.reference_arm)
 
 
 def format_table(table: dict) -> str:
-    """Markdown: one table per regime."""
-    lines = []
-    for regime, arms in table.items():
-        meaning = "equal main attempts" if regime == "attempts" else "equal total env steps"
-        lines += [f"### Regime: {regime} ({meaning})",
-                  "", "| arm | final success | average success | Δ final vs ref [95% CI] (wins) "
-                  "| Δ average vs ref [95% CI] (wins) | main episodes | total env steps |",
-                  "| --- | --- | --- | --- | --- | --- | --- |"]
-        for arm, e in arms.items():
-            deltas = []
-            for measure in ("final_success", "average_success"):
-                d = next((v for k, v in e.items() if k.startswith(f"{measure}_vs_")), None)
-                deltas.append("reference" if d is None else
-                              f"{d['mean_diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] "
-                              f"({d['arm_wins']}/{d['num_seeds']})")
-            lines.append(f"| {arm} | {e['final_success']:.3f} | {e['average_success']:.3f} | {deltas[0]} | "
-                         f"{deltas[1]} | {e['main_episodes']:.0f} | {e['total_env_steps']:.0f} |")
-        lines.append("")
-    return "\n".join(lines)
+    """Markdown: one table per regime (`jaxcredit.comparison.format_paired_table`)."""
+    return format_paired_table(table)

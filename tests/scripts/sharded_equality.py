@@ -54,7 +54,8 @@ def main():
     for devices in (1, 8):
         config = config_from_dict({**TINY, "credit": "mc", "mc_continuations": 2, "shard_devices": devices})
         init, segment, _ = compiled_programs(config)
-        state = segment(init(jnp.arange(2, dtype=jnp.int32)), jnp.int32(96), jnp.int32(MAX_COUNT))
+        state = segment(init(jnp.arange(2, dtype=jnp.int32)), jnp.full(2, 96, jnp.int32),
+                        jnp.full(2, MAX_COUNT, jnp.int32))  # one limit per seed
         finals[devices] = jax.device_get(state)
     leaves = zip(jax.tree_util.tree_leaves(finals[1]), jax.tree_util.tree_leaves(finals[8]))
     report["train_max_diff"] = float(max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).max()

@@ -1,0 +1,243 @@
+"""The paired comparison table of a sweep: one builder for the trainer's table and the analysis report.
+
+A sweep's cells are run directories `<regime>/<cell>`. `comparison_pairs` says which cell each
+row compares with which reference cell in each regime (in `matched`, a label arm's equal-attempts
+run against a label-free arm's run given exactly its total env steps, `matched_cell`);
+`seed_measures` reads one cell's per-seed numbers from its metrics rows; `paired_table` turns them
+into the table (paired Student-t intervals, p-values, Holm-adjusted p-values per reference, what
+each side spent) and `format_paired_table` into Markdown. `jaxcredit.train.sweep` and
+`jaxcredit.analysis.compare` both call these, so a sweep's `table.md` and its report agree.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from jaxcredit.stats import INTERVAL_METHOD, MIN_RELIABLE_SEEDS, holm, interval_description, paired_t
+
+REGIMES = ("attempts", "matched", "fixed-steps")
+REGIME_MEANINGS = {
+    "attempts": "equal main attempts; label work is extra",
+    "matched": "each label arm against the arms without label work given exactly its total env steps, seed by seed",
+    "fixed-steps": "a fixed cap on total env steps, labels included",
+    "steps": "a fixed cap on total env steps (the old name of fixed-steps)",
+}
+LABEL_FREE_CREDITS = ("outcome", "anchor")  # every other credit arm pays label or critic work
+MEASURES = ("final_success", "average_success")
+
+
+class Pair(NamedTuple):
+    """One row: `arm` in cell `arm_cell` against `reference` in `reference_cell` (None: the
+    reference arm's own row). Cells are `(regime directory, cell name)`."""
+
+    regime: str
+    arm: str
+    arm_cell: tuple
+    reference: str | None
+    reference_cell: tuple | None
+
+
+def arm_credits(base: dict, arms: dict) -> dict:
+    """`{arm: credit}` of a sweep's arms (`base` fields overridden by each arm's fields)."""
+    return {arm: {**base, **fields}.get("credit", "outcome") for arm, fields in arms.items()}
+
+
+def label_arms(credits: dict) -> list:
+    """The arms that pay label or critic work (every credit but `LABEL_FREE_CREDITS`), in order."""
+    return [arm for arm, credit in credits.items() if credit not in LABEL_FREE_CREDITS]
+
+
+def label_free_arms(credits: dict, reference_arm: str) -> list:
+    """The arms without label work, the reference arm first."""
+    free = [arm for arm, credit in credits.items() if credit in LABEL_FREE_CREDITS]
+    return sorted(free, key=lambda arm: arm != reference_arm)
+
+
+def matched_cell(label_free_arm: str, label_arm: str) -> str:
+    """The cell (under `matched/`) of `label_free_arm` given exactly `label_arm`'s total env steps."""
+    return f"{label_free_arm}/to-{label_arm}"
+
+
+def comparison_pairs(regimes, credits: dict, reference_arm: str) -> list:
+    """Every row of a sweep's table, as `Pair`s, regime by regime.
+
+    `attempts` and `fixed-steps` (and the old `steps`): every arm against `reference_arm` in the
+    same regime (the reference arm gets its own row). `matched`: every label arm's `attempts` cell
+    against each label-free arm's `matched_cell`.
+    """
+    pairs = []
+    for regime in regimes:
+        if regime == "matched":
+            for arm in label_arms(credits):
+                for reference in label_free_arms(credits, reference_arm):
+                    pairs.append(Pair(regime, arm, ("attempts", arm), reference,
+                                      ("matched", matched_cell(reference, arm))))
+            continue
+        for arm in credits:
+            if arm == reference_arm or reference_arm not in credits:
+                pairs.append(Pair(regime, arm, (regime, arm), None, None))
+            else:
+                pairs.append(Pair(regime, arm, (regime, arm), reference_arm, (regime, reference_arm)))
+    return pairs
+
+
+def seed_measures(rows: list) -> dict:
+    """One cell's per-seed numbers from its metrics rows (sorted by seed index).
+
+    `final_success`: greedy success at the last evaluation; `average_success`: greedy success
+    averaged over the evaluations after the start (all of them if there is only the start);
+    `main_episodes`, `total_env_steps`: the ledger at the last evaluation. Float arrays `[N]`,
+    plus `seeds` (the seed indices).
+    """
+    seeds = sorted({r["seed_index"] for r in rows})
+    out = {"seeds": seeds, "final_success": [], "average_success": [], "main_episodes": [], "total_env_steps": []}
+    for seed in seeds:
+        mine = sorted((r for r in rows if r["seed_index"] == seed), key=lambda r: r["eval_index"])
+        trained = [r for r in mine if r["eval_index"] > 0] or mine
+        out["final_success"].append(mine[-1]["success_greedy"])
+        out["average_success"].append(float(np.mean([r["success_greedy"] for r in trained])))
+        out["main_episodes"].append(mine[-1].get("main_episodes", 0))
+        out["total_env_steps"].append(mine[-1].get("total_env_steps", 0))
+    return {k: (v if k == "seeds" else np.asarray(v, np.float64)) for k, v in out.items()}
+
+
+def _spend(measures: dict) -> dict:
+    return {"main_episodes": float(np.mean(measures["main_episodes"])),
+            "total_env_steps": float(np.mean(measures["total_env_steps"]))}
+
+
+def _side(name: str, spend: dict, *, first: str = "attempts") -> str:
+    attempts, steps = f"{spend['main_episodes']:,.0f} attempts", f"{spend['total_env_steps']:,.0f} env steps"
+    return f"{name}: {attempts} = {steps}" if first == "attempts" else f"{name}: {steps} = {attempts}"
+
+
+def budget_text(pair: Pair, spend: dict, reference_spend: dict | None, budgets: dict) -> str:
+    """What each side of a row got, in words (means over seeds)."""
+    if pair.regime == "matched":
+        return (_side(pair.reference, reference_spend, first="steps") + f" (matched to {pair.arm}'s total, "
+                f"per seed) vs {_side(pair.arm, spend)} ({budgets.get('attempts', 0):,} attempts budget)")
+    first = "attempts" if pair.regime == "attempts" else "steps"
+    cap = budgets.get(pair.regime)
+    cap_text = "" if cap is None else (f" (budget {cap:,} attempts each)" if first == "attempts"
+                                       else f" (cap {cap:,} env steps each)")
+    text = _side(pair.arm, spend, first=first)
+    if reference_spend is not None:
+        text += " vs " + _side(pair.reference, reference_spend, first=first)
+    return text + cap_text
+
+
+def paired_table(pairs: list, measures: dict, *, budgets: dict, reference_arm: str,
+                 confidence: float = 0.95) -> dict:
+    """The comparison table.
+
+    Args:
+      pairs: the rows (`comparison_pairs`); a row whose cells are missing from `measures` is skipped.
+      measures: `{cell: seed_measures(...)}` for the cells on hand (`cell = (regime, name)`).
+      budgets: the sweep's budgets (`{"attempts": n, "fixed-steps": n}`), for the budget text.
+      reference_arm: the sweep's reference arm.
+      confidence: the intervals' coverage.
+
+    Returns:
+      `{"method", "confidence", "reference_arm", "regimes": {regime: {row: entry}}, "notes":
+      {regime: {"meaning", "num_seeds", "families"}}}`. A row is keyed by its arm, or
+      `"<arm> vs <reference>"` when the reference is not the sweep's reference arm. An entry has
+      `arm`, `reference`, `num_seeds`, each measure's mean for both sides (`final_success`,
+      `reference_final_success`, ...), `spend` (mean main attempts and total env steps of each
+      side), `budget` (in words) and `vs_reference` (`{measure: paired_t(...)}` plus `p_holm`:
+      Holm over the rows of the regime with the same reference, per measure).
+    """
+    regimes: dict = {}
+    notes: dict = {}
+    for pair in pairs:
+        ours = measures.get(pair.arm_cell)
+        theirs = measures.get(pair.reference_cell) if pair.reference_cell else None
+        if ours is None or (pair.reference_cell is not None and theirs is None):
+            continue
+        if theirs is not None and list(ours["seeds"]) != list(theirs["seeds"]):
+            raise ValueError(f"{pair.arm} and {pair.reference} in regime {pair.regime} have different seeds "
+                             f"({list(ours['seeds'])} vs {list(theirs['seeds'])}); paired comparison needs the same")
+        spend = _spend(ours)
+        entry = {"arm": pair.arm, "reference": pair.reference, "num_seeds": len(ours["seeds"]),
+                 "spend": {"arm": spend}}
+        for measure in MEASURES:
+            entry[measure] = float(np.mean(ours[measure]))
+        reference_spend = None
+        if theirs is not None:
+            reference_spend = _spend(theirs)
+            entry["spend"]["reference"] = reference_spend
+            entry["vs_reference"] = {}
+            for measure in MEASURES:
+                entry[f"reference_{measure}"] = float(np.mean(theirs[measure]))
+                entry["vs_reference"][measure] = paired_t(ours[measure], theirs[measure], confidence=confidence)
+        entry["budget"] = budget_text(pair, spend, reference_spend, budgets)
+        key = pair.arm if pair.reference in (None, reference_arm) else f"{pair.arm} vs {pair.reference}"
+        regimes.setdefault(pair.regime, {})[key] = entry
+    for regime, rows in regimes.items():
+        families: dict = {}
+        for key, entry in rows.items():
+            if entry["reference"] is not None:
+                families.setdefault(entry["reference"], []).append(key)
+        for keys in families.values():
+            for measure in MEASURES:
+                adjusted = holm([rows[k]["vs_reference"][measure]["p_value"] for k in keys])
+                for k, p in zip(keys, adjusted):
+                    rows[k]["vs_reference"][measure]["p_holm"] = p
+        notes[regime] = {"meaning": REGIME_MEANINGS.get(regime, regime),
+                         "num_seeds": min(entry["num_seeds"] for entry in rows.values()),
+                         "families": {ref: [rows[k]["arm"] for k in keys] for ref, keys in families.items()}}
+    return {"method": INTERVAL_METHOD, "confidence": confidence, "reference_arm": reference_arm,
+            "regimes": regimes, "notes": notes}
+
+
+def _p(p) -> str:
+    return "n/a" if p is None else ("<0.001" if p < 0.001 else f"{p:.3f}")
+
+
+def _delta(d: dict) -> str:
+    interval = ("[n/a]" if d["low"] is None else f"[{d['low']:+.3f}, {d['high']:+.3f}]")
+    return f"{d['mean_diff']:+.3f} {interval}"
+
+
+def format_paired_table(table: dict, *, heading: str = "###") -> str:
+    """Markdown: per regime, what it means, the interval method and n (with a warning below
+    `MIN_RELIABLE_SEEDS`), which arms share a reference (Holm), and one row per comparison."""
+    confidence = table.get("confidence", 0.95)
+    level = f"{confidence:.0%}"
+    lines = [f"Intervals: {level} {table.get('method', INTERVAL_METHOD)} confidence intervals of the mean "
+             "per-seed difference (arm − reference; paired seeds share initial parameters and problems); p: "
+             "two-sided paired t-test; Holm: p adjusted over the arms compared with the same reference in the "
+             "regime. Final success: greedy success at the last evaluation; average: over the evaluations after "
+             "the start (the same number, evenly spaced over each side's own budget). Spend: means over seeds.", ""]
+    for regime, rows in table["regimes"].items():
+        note = table["notes"][regime]
+        lines += [f"{heading} Regime: {regime} ({note['meaning']})", "",
+                  "Interval: " + interval_description(note["num_seeds"], confidence=confidence) + ".", ""]
+        for reference, arms in note["families"].items():
+            if len(arms) > 1:
+                lines += [f"{len(arms)} arms are compared with {reference} here ({', '.join(arms)}): to claim any "
+                          "one of them beats it, read the Holm-adjusted p.", ""]
+        lines += [f"| arm | vs | n | final: arm / ref | Δ final [{level} CI] | p (Holm) | average: arm / ref "
+                  f"| Δ average [{level} CI] | p (Holm) | seeds won/tied/lost (final) | budget |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for entry in rows.values():
+            if entry["reference"] is None:
+                lines.append(f"| {entry['arm']} | reference | {entry['num_seeds']} | {entry['final_success']:.3f} | "
+                             f"reference | | {entry['average_success']:.3f} | reference | | | {entry['budget']} |")
+                continue
+            final, average = (entry["vs_reference"][m] for m in MEASURES)
+            lines.append(
+                f"| {entry['arm']} | {entry['reference']} | {entry['num_seeds']} | "
+                f"{entry['final_success']:.3f} / {entry['reference_final_success']:.3f} | {_delta(final)} | "
+                f"{_p(final['p_value'])} ({_p(final.get('p_holm'))}) | "
+                f"{entry['average_success']:.3f} / {entry['reference_average_success']:.3f} | {_delta(average)} | "
+                f"{_p(average['p_value'])} ({_p(average.get('p_holm'))}) | "
+                f"{final['arm_wins']}/{final['ties']}/{final['baseline_wins']} | {entry['budget']} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+__all__ = ["LABEL_FREE_CREDITS", "MEASURES", "MIN_RELIABLE_SEEDS", "REGIMES", "REGIME_MEANINGS", "Pair",
+           "arm_credits", "budget_text", "comparison_pairs", "format_paired_table", "label_arms",
+           "label_free_arms", "matched_cell", "paired_table", "seed_measures"]

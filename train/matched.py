@@ -1,0 +1,109 @@
+"""The matched regime's runs: an arm without label work given exactly a label arm's total spend.
+
+For each label arm X (its `attempts` run, seed i, ended at `T[X][i]` total env steps), a
+label-free arm Y gets a budget of exactly `T[X][i]` total env steps on seed i, evaluated
+`num_evals` times evenly over that budget (at `T[X][i] * j // num_evals`), as X was evaluated
+`num_evals` times evenly over its own attempts budget; so "average success across training"
+is computed the same way for both sides.
+
+All of Y's matched budgets are served by ONE run of Y per seed, long enough for the largest X,
+that stops to evaluate at the union of every X's evaluation points (`run_matched`). This gives
+exactly the numbers separate runs would: training draws depend only on the seed and the
+iteration, and `Trainer.run_until` stops at the first iteration whose ledger reaches a limit,
+whatever limits it stopped at before (tested against a separate run). The run directory
+`matched/Y/` holds the shared run; `matched/Y/to-X/` holds the view a separate run matched to X
+would have written (`metrics.jsonl`, `summary.json`, `config.json`, `matched.json`). Views hold
+numbers only: the checkpoints and `policies/` are the shared run's (at the largest X's total).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import numpy as np
+
+from jaxcredit.train.config import MAX_BUDGET, TrainConfig
+from jaxcredit.train.driver import run_training, summarize
+from jaxcredit.train.rundir import read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
+
+
+def matched_config(config: TrainConfig, targets: dict) -> TrainConfig:
+    """The shared run's config: `config` counted in total env steps, up to the largest target,
+    evaluated at every label arm's `num_evals` points (`len(targets) * num_evals` in all)."""
+    largest = max(max(seeds) for seeds in targets.values())
+    return dataclasses.replace(config, budget_counter="total_env_steps", budget=int(min(largest, MAX_BUDGET)),
+                               num_evals=config.num_evals * len(targets))
+
+
+def view_config(config: TrainConfig, seeds_target: list) -> TrainConfig:
+    """The config of a separate run matched to one label arm (its per-seed budgets in `matched.json`)."""
+    return dataclasses.replace(config, budget_counter="total_env_steps", budget=int(max(seeds_target)))
+
+
+def matched_schedule(targets: dict, *, num_seeds: int, num_evals: int) -> tuple[np.ndarray, list]:
+    """`(schedule int [N, len(targets) * num_evals], stops)`: each seed's evaluation points, sorted,
+    and `stops[i][k] = (label_arm, j)`, which label arm's j-th evaluation point (1-based) stop k is.
+
+    `targets`: `{label_arm: [total env steps of seed i]}`; raises `ValueError` on a wrong length
+    or a target below `num_evals`.
+    """
+    for arm, seeds in targets.items():
+        if len(seeds) != num_seeds or min(seeds) < num_evals:
+            raise ValueError(f"matched targets of {arm!r} must be {num_seeds} totals >= {num_evals}, got {seeds}")
+    schedule, stops = [], []
+    for i in range(num_seeds):
+        points = sorted((int(seeds[i]) * j // num_evals, order, j, arm)
+                        for order, (arm, seeds) in enumerate(targets.items()) for j in range(1, num_evals + 1))
+        schedule.append([p[0] for p in points])
+        stops.append([(p[3], p[2]) for p in points])
+    return np.asarray(schedule, np.int64), stops
+
+
+def view_rows(rows: list, stops: list, label_arm: str) -> list:
+    """The shared run's metrics rows a separate run matched to `label_arm` would have written:
+    the start, then that arm's evaluation points, renumbered `eval_index` 1..num_evals."""
+    out = []
+    for row in rows:
+        k, seed = row["eval_index"], row["seed_index"]
+        if k == 0:
+            out.append(dict(row))
+        elif stops[seed][k - 1][0] == label_arm:
+            out.append({**row, "eval_index": stops[seed][k - 1][1]})
+    return sorted(out, key=lambda r: (r["eval_index"], r["seed_index"]))
+
+
+def run_matched(config: TrainConfig, out: str, *, targets: dict, resume: bool = False, progress: bool = True,
+                label: str | None = None) -> dict:
+    """Run (or resume) label-free `config` matched to every label arm in `targets` into `out`.
+
+    `targets`: `{label_arm: [total env steps of each seed's equal-attempts run]}`. Returns
+    `{label_arm: summary}`, each the summary of the view `out/to-<label_arm>/`.
+    """
+    schedule, stops = matched_schedule(targets, num_seeds=config.num_seeds, num_evals=config.num_evals)
+    shared = matched_config(config, targets)
+    matched_path = os.path.join(out, "matched.json")
+    record = {"targets": {arm: [int(t) for t in seeds] for arm, seeds in targets.items()},
+              "num_evals_per_target": config.num_evals, "stops": [[list(s) for s in seed] for seed in stops]}
+    started = os.path.exists(os.path.join(out, "config.json"))
+    if resume and started and os.path.exists(matched_path) and read_json(matched_path) != record:
+        raise ValueError(f"cannot resume {out}: it was matched to other totals than the label arms' runs now give")
+    if not started or resume:
+        os.makedirs(out, exist_ok=True)
+        write_json_atomic(matched_path, record)
+    run_training(shared, out, resume=resume and started, progress=progress, label=label, schedule=schedule)
+    rows = read_jsonl(os.path.join(out, "metrics.jsonl"))
+    summaries = {}
+    for arm, seeds in targets.items():
+        view = os.path.join(out, f"to-{arm}")
+        os.makedirs(view, exist_ok=True)
+        mine = view_rows(rows, stops, arm)
+        write_json_atomic(os.path.join(view, "config.json"), view_config(config, seeds).to_dict())
+        write_json_atomic(os.path.join(view, "matched.json"),
+                          {"matched_to": arm, "targets": [int(t) for t in seeds], "shared_run": "..",
+                           "schedule": [[int(t) * j // config.num_evals for j in range(1, config.num_evals + 1)]
+                                        for t in seeds]})
+        write_jsonl_atomic(os.path.join(view, "metrics.jsonl"), mine)
+        summaries[arm] = summarize(mine, config.num_seeds)
+        write_json_atomic(os.path.join(view, "summary.json"), summaries[arm])
+    return summaries
