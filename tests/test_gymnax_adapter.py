@@ -142,6 +142,19 @@ def test_mask_through_gymnax_log_wrapper():
     np.testing.assert_array_equal(adapter.legal_action_mask(state), obs["action_mask"])
 
 
+def test_pool_index_is_uniform_for_split_and_hand_made_keys():
+    """65,536 keys from `jax.random.split` and 65,536 hand-made keys `key(0), key(1), ...` each
+    spread evenly over a pool of 64 (chi-square p > 0.001); the same key gives the same index."""
+    index = jax.jit(jax.vmap(lambda key: pool_index(key, 64)))
+    split_keys = jax.random.split(jax.random.key(5), 65_536)
+    hand_made = jax.vmap(jax.random.key)(jnp.arange(65_536))
+    for keys in (split_keys, hand_made):
+        counts = np.bincount(np.asarray(index(keys)), minlength=64)
+        assert counts.shape == (64,) and stats.chisquare(counts).pvalue > 1e-3, counts
+    np.testing.assert_array_equal(index(split_keys[:100]), index(split_keys)[:100])
+    assert int(pool_index(jax.random.key(3), 1)) == 0
+
+
 def _restarted_problems(adapter, params, *, batch, steps):
     """Tapes `[N, length]` of the episodes `step` started after an ended one (every action is a
     wrong submit, so each episode ends at the turn limit)."""
