@@ -35,9 +35,9 @@ by `Environment.step_or_restart`. Every restarted episode's problem therefore ha
 environment's distribution (each pool entry is an independent draw, each index uniform), but
 problems recur across episodes (at most `reset_pool` distinct ones). `reset_pool=0`, or
 `params=None`, draws a fresh problem for every restart (`env.init(key)`, the pre-pool behaviour:
-the same streams, ~30x slower on MAD and ~700x on arithmetic at batch 4,096). The jaxcredit environment keeps its own static configuration
-(turn limit included); `max_steps_in_episode` in the params equals `env.max_turns` (read by
-evaluation helpers) and does not change the dynamics.
+the same streams, ~30x slower on MAD and ~700x on arithmetic at batch 4,096). The jaxcredit
+environment keeps its own static configuration (turn limit included); `max_steps_in_episode` in
+the params equals `env.max_turns` (read by evaluation helpers) and does not change the dynamics.
 
 This is the only module that imports gymnax (the optional extra `jaxcredit[gymnax]`).
 Shape letters: A actions, L observation length, V vocabulary size, P pool size.
@@ -217,6 +217,8 @@ class GymnaxAdapter(gymnax_environment.Environment):
             next_state = jax.tree_util.tree_map(lambda r, s: jnp.where(stepped.done, r, s), fresh, stepped)
         else:
             pool_size = jax.tree_util.tree_leaves(pool)[0].shape[0]
+            if pool_size < 1 or pool_size & (pool_size - 1):
+                raise ValueError(f"params.reset_pool must hold a power-of-two number of problems, got {pool_size}")
             index = pool_index(key, pool_size)
             problem = jax.tree_util.tree_map(lambda leaf: leaf[index], pool)
             stepped, next_state = self.env.step_or_restart(state.state, action, problem)

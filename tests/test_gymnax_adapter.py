@@ -52,6 +52,9 @@ def test_spaces_params_and_encodings():
             make_gymnax("mad", **bad)
     with pytest.raises(ValueError, match="jaxcredit Environment"):
         GymnaxAdapter("mad")
+    uneven = params.replace(reset_pool=params.reset_pool[:1000])  # an index mask would favour some problems
+    with pytest.raises(ValueError, match="power-of-two number of problems, got 1000"):
+        adapter.step(jax.random.key(0), state, 0, uneven)
 
 
 @pytest.mark.parametrize("name, options", [
