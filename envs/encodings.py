@@ -2,8 +2,8 @@
 
 A jaxcredit observation is int32 `[L]` token ids in `[0, V)` (V = `env.vocab_size`). Token ids
 are names, not magnitudes: an MLP fed the ids reads "token 7" as seven times "token 1" and learns
-little (rejax PPO on default MAD: 0.002 greedy success on ids, 0.995 on one-hot). So the
-adapters encode:
+little (rejax PPO on default MAD, measured: greedy success 0.004 after 262,144 steps on ids,
+0.88 after 65,536 on one-hot). So the adapters encode:
 
 - `"one_hot"` float32 `[L * V]`: position i's token t sets entry `i * V + t` to 1. What an MLP
   needs; the adapters' default.
