@@ -35,7 +35,7 @@ by `Environment.step_or_restart`. Every restarted episode's problem therefore ha
 environment's distribution (each pool entry is an independent draw, each index uniform), but
 problems recur across episodes (at most `reset_pool` distinct ones). `reset_pool=0`, or
 `params=None`, draws a fresh problem for every restart (`env.init(key)`, the pre-pool behaviour:
-the same streams, ~30x slower on MAD and ~700x on arithmetic at batch 4,096). The jaxcredit
+the same streams, ~30x slower on MAD and 300-700x on arithmetic at batch 4,096). The jaxcredit
 environment keeps its own static configuration (turn limit included); `max_steps_in_episode` in
 the params equals `env.max_turns` (read by evaluation helpers) and does not change the dynamics.
 
