@@ -1,4 +1,11 @@
-"""`make(name, **overrides)`: build an environment by name, with clear errors for bad input."""
+"""`make(name, **overrides)`: build an environment by name or versioned id, with clear errors for
+bad input; `make_gymnax` and `make_jumanji` wrap it for trainers written against those APIs.
+
+Names: `"mad"` and `"arithmetic"` (the environments' own names, used in configs and run
+directories) and the versioned ids `"MAD-v0"` and `"Arithmetic-v0"` (as gymnax, pgx and jumanji
+users make environments). An id names fixed rules and defaults: a change to either gets a new
+version, while the plain names always mean the current code.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ from jaxcredit.envs.mad import MadSelectiveCopy
 from jaxcredit.envs.mad_reference import MadReference
 
 ENVIRONMENTS: dict[str, type[Environment]] = {"mad": MadSelectiveCopy, "arithmetic": Arithmetic}
+ENVIRONMENT_IDS: dict[str, str] = {"MAD-v0": "mad", "Arithmetic-v0": "arithmetic"}
 REFERENCES: dict[str, type] = {"mad": MadReference, "arithmetic": ArithmeticReference}
 
 
@@ -21,12 +29,18 @@ def _lookup(table: dict, name: str):
 
 
 def make(name: str, **overrides) -> Environment:
-    """The environment `name` with its default configuration updated by `overrides`.
+    """The environment `name` (a name or a versioned id) with its default configuration updated
+    by `overrides`.
 
     Raises `ValueError` naming an unknown environment or field (with the choices) or a value
     out of range.
     """
-    cls = _lookup(ENVIRONMENTS, name)
+    if name in ENVIRONMENT_IDS:
+        name = ENVIRONMENT_IDS[name]
+    elif name not in ENVIRONMENTS:
+        choices = ", ".join([*ENVIRONMENT_IDS, *ENVIRONMENTS])
+        raise ValueError(f"unknown environment {name!r}; choices: {choices}")
+    cls = ENVIRONMENTS[name]
     fields = sorted(f.name for f in dataclasses.fields(cls) if f.name != "name")
     unknown = sorted(set(overrides) - set(fields))
     if unknown:
@@ -39,3 +53,20 @@ def make_reference(env: Environment):
     cls = _lookup(REFERENCES, env.name)
     config = {f.name: getattr(env, f.name) for f in dataclasses.fields(env) if f.name != "name"}
     return cls(**config)
+
+
+def make_gymnax(name: str, **options):
+    """`(adapter, params)` like `gymnax.make`: see `jaxcredit.envs.gymnax_adapter.make_gymnax`
+    (needs the optional extra `jaxcredit[gymnax]`; raises `ValueError` without it)."""
+    try:
+        from jaxcredit.envs.gymnax_adapter import make_gymnax as make_adapter
+    except ImportError:
+        raise ValueError("make_gymnax needs gymnax: pip install -e '.[gymnax]'") from None
+    return make_adapter(name, **options)
+
+
+def make_jumanji(name: str, **options):
+    """A jumanji-style environment: see `jaxcredit.envs.jumanji_adapter.make_jumanji`."""
+    from jaxcredit.envs.jumanji_adapter import make_jumanji as make_adapter
+
+    return make_adapter(name, **options)

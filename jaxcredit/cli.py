@@ -470,7 +470,7 @@ def _build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     bench = commands.add_parser("bench", help="measure ours against baselines, side by side")
-    bench.add_argument("suite", help="which suite: envs, solver, branch, train")
+    bench.add_argument("suite", help="which suite: envs, solver, branch, train, adapter")
     bench.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bench.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     bench.add_argument("--sizes", type=_batch_sizes, default=None, help=argparse.SUPPRESS)  # tests: tiny batches

@@ -260,6 +260,27 @@ class Environment(abc.ABC):
         """int32 `[]`: the index of `state`'s position, in `[0, num_positions)`."""
         return self._position_index(state.problem, state.env_state).astype(jnp.int32)
 
+    # ----- automatic reset (consumed by the gymnax adapter) ---------------------------------
+    def step_or_restart(self, state: State, action: jax.Array, next_problem: Problem) -> tuple[State, State]:
+        """`(stepped, next_state)`: `stepped = step(state, action)`, and `next_state` equal to
+        `tree_select(stepped.done, init_problem(next_problem), stepped)` -- the same state, or
+        the start of `next_problem` when this step ended the episode.
+
+        Computed with one observation and one legal mask for `next_state` (the mask of `stepped`
+        is dead code unless the caller reads it), not two whole states and a select: under
+        `vmap` every episode pays for the restart on every step, so its cost is the step's.
+        """
+        stepped = self.step(state, action)
+        done = stepped.done
+        problem = tree_select(done, jax.tree_util.tree_map(jnp.asarray, next_problem), stepped.problem)
+        env_state = tree_select(done, self._init(problem), stepped.env_state)
+        false = jnp.zeros((), bool)
+        next_state = self._make_state(
+            problem, env_state, turn=jnp.where(done, 0, stepped.turn), reward=jnp.where(done, 0.0, stepped.reward),
+            terminated=false, truncated=false, rejected=~done & stepped.rejected,
+        )
+        return stepped, next_state
+
 
 def require_in_range(owner: str, field: str, value: Any, low: int, high: int | None = None) -> int:
     """`value`, after raising `ValueError` naming `owner.field` and the allowed range unless it is an

@@ -1,7 +1,7 @@
 """The Ray sweep backend: a local Ray with 2 workers runs a sweep's cells, and a matched-regime cell,
-exactly as the local backend does. (The two phases' order is the backend-agnostic `run_sweep`'s,
-tested with the local backend in `test_sweep.py`; a label arm here would double this test's
-compile time in every worker.)"""
+exactly as the local backend does, shows its progress and reports a failed cell. (The two phases'
+order is the backend-agnostic `run_sweep`'s, tested with the local backend in `test_sweep.py`; a
+label arm here would double this test's compile time in every worker.)"""
 
 import os
 
@@ -9,8 +9,8 @@ import pytest
 
 from jaxcredit.cli import main
 from jaxcredit.train import SweepSpec, run_cells, run_sweep
-from jaxcredit.train.backends import Cell
-from jaxcredit.train.rundir import read_jsonl
+from jaxcredit.train.backends import Cell, cell_progress, progress_line
+from jaxcredit.train.rundir import read_jsonl, write_jsonl_atomic
 
 ray = pytest.importorskip("ray")
 
@@ -35,14 +35,25 @@ def matched_cell(out):
     return Cell(("matched", "outcome"), config, str(out / "matched" / "outcome"), False, "matched/outcome", TARGETS)
 
 
-def test_ray_backend_matches_local(tmp_path):
+def test_ray_backend_matches_local(tmp_path, capsys):
     local = run_sweep(SPEC, str(tmp_path / "local"), progress=False)
     local_views = run_cells([matched_cell(tmp_path / "local")], progress=False)
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
-        remote = run_sweep(SPEC, str(tmp_path / "ray"), progress=False, backend="ray")
-        remote_views = run_cells([matched_cell(tmp_path / "ray")], backend="ray")
+        remote = run_sweep(SPEC, str(tmp_path / "ray"), progress=True, backend="ray")
         assert ray.is_initialized()  # a Ray the caller started is left running
+        shown = capsys.readouterr().err.splitlines()
+        assert shown[-1].endswith("] ray sweep: 2/2 cells done, 0 running, 0 waiting, 0 failed"), shown
+        remote_views = run_cells([matched_cell(tmp_path / "ray")], backend="ray", progress=False)
+        # a failed cell is counted and named, the others still finish, and its error is raised
+        finished = Cell(("fixed-steps", "outcome"), SPEC.cell_configs()[("fixed-steps", "outcome")],
+                        str(tmp_path / "ray" / "fixed-steps" / "outcome"), True, "fixed-steps/outcome")
+        missing = finished._replace(key=("nowhere",), out=str(tmp_path / "nowhere"), label="nowhere")
+        with pytest.raises(FileNotFoundError, match="nothing to resume"):
+            run_cells([finished, missing], backend="ray")
+        shown = capsys.readouterr().err.splitlines()
+        assert shown[-2].endswith("ray sweep: 1/2 cells done, 0 running, 0 waiting, 1 failed"), shown
+        assert shown[-1] == "ray sweep: 1 cell(s) failed: nowhere"
     finally:
         ray.shutdown()
     assert remote == local and remote_views == local_views
@@ -59,3 +70,21 @@ def test_unknown_backend_is_one_line_error(tmp_path, capsys):
     assert main(["sweep", "--preset", "quick", "--out", str(tmp_path / "s"), "--backend", "dask"]) == 2
     assert "unknown sweep backend 'dask'; choices: local, ray" in capsys.readouterr().err
     assert not os.path.exists(tmp_path / "s")
+
+
+def test_progress_line_reads_each_running_cell(tmp_path):
+    """Counts, then per running cell its slowest seed's budget fraction and its last evaluation."""
+    configs = SPEC.cell_configs()
+    cells = [Cell(key, configs[key], str(tmp_path / "/".join(key)), False, "/".join(key)) for key in sorted(configs)]
+    os.makedirs(cells[1].out)
+    write_jsonl_atomic(os.path.join(cells[1].out, "metrics.jsonl"), [
+        {"eval_index": 0, "seed_index": 0, "total_env_steps": 0, "success_greedy": 0.0},
+        {"eval_index": 1, "seed_index": 0, "total_env_steps": 250, "success_greedy": 0.5},
+        {"eval_index": 1, "seed_index": 1, "total_env_steps": 200, "success_greedy": 0.25},
+    ])
+    assert cells[1].label == "fixed-steps/outcome" and cells[1].config.budget == 400
+    assert cell_progress(cells[1]) == "fixed-steps/outcome 50% (eval 1/2, success 0.38)"
+    assert cell_progress(cells[0]) == "attempts/outcome starting"
+    line = progress_line(cells, {}, {}, ["fixed-steps/outcome"])
+    assert line == ("ray sweep: 0/2 cells done, 1 running, 1 waiting, 0 failed"
+                    " | fixed-steps/outcome 50% (eval 1/2, success 0.38)")

@@ -12,10 +12,14 @@ machine: any directory).
 from __future__ import annotations
 
 import contextlib
+import os
+import sys
+import time
 from typing import NamedTuple
 
 from jaxcredit.train.config import TrainConfig
 from jaxcredit.train.driver import run_training
+from jaxcredit.train.rundir import read_jsonl
 
 BACKENDS = ("local", "ray")
 
@@ -63,7 +67,7 @@ def run_cells(cells: list[Cell], *, backend: str = "local", ray_address: str | N
     check_backend(backend)
     if backend == "local":
         return {cell.key: run_cell(cell, progress=progress) for cell in cells}
-    return _run_cells_ray(cells, address=ray_address)
+    return _run_cells_ray(cells, address=ray_address, progress=progress)
 
 
 def _import_ray():
@@ -93,16 +97,88 @@ def backend_session(backend: str, *, ray_address: str | None = None):
             ray.shutdown()
 
 
-def _run_cells_ray(cells: list[Cell], *, address: str | None) -> dict:
+# ----- Ray ---------------------------------------------------------------------------------------
+# Progress: workers run quiet (bars from many workers would interleave on the driver's stderr).
+# Each task tells a small board actor when it starts; the driver polls the tasks, and reads each
+# running cell's progress from the `metrics.jsonl` its run directory gets after every evaluation
+# (the directory is on the filesystem the driver shares). Whenever that picture changes it prints
+# one line to stderr: cells done / running / waiting / failed, then each running cell's budget
+# fraction and its last evaluation (and at least every HEARTBEAT_SECONDS, with the time elapsed).
+POLL_SECONDS = 2.0
+HEARTBEAT_SECONDS = 60.0
+
+
+def _run_cells_ray(cells: list[Cell], *, address: str | None, progress: bool = True) -> dict:
     if not cells:
         return {}
     with backend_session("ray", ray_address=address):
         ray = _import_ray()
+        board = ray.remote(num_cpus=0)(_Board).remote()
         remote_run = ray.remote(num_cpus=1)(_run_cell)
-        summaries = ray.get([remote_run.remote(cell) for cell in cells])
-    return {cell.key: summary for cell, summary in zip(cells, summaries)}
+        cell_of = {remote_run.remote(cell, board): cell for cell in cells}
+        summaries, failures, pending, shown = {}, {}, list(cell_of), None
+        began = shown_at = time.monotonic()
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=len(pending), timeout=POLL_SECONDS)
+            for ref in ready:
+                try:
+                    summaries[cell_of[ref].key] = ray.get(ref)
+                except Exception as error:  # reported with its cell, re-raised once every cell has ended
+                    failures[cell_of[ref].key] = error
+            if progress:
+                line = progress_line(cells, summaries, failures, ray.get(board.started.remote()))
+                now = time.monotonic()
+                if line != shown or now - shown_at >= HEARTBEAT_SECONDS or not pending:
+                    elapsed = int(now - began)
+                    print(f"[{elapsed // 60}m{elapsed % 60:02d}s] {line}", file=sys.stderr, flush=True)
+                    shown, shown_at = line, now
+    if failures:
+        labels = [cell.label for cell in cells if cell.key in failures]
+        print(f"ray sweep: {len(failures)} cell(s) failed: {', '.join(labels)}", file=sys.stderr, flush=True)
+        raise next(iter(failures.values()))
+    return {cell.key: summaries[cell.key] for cell in cells}
 
 
-def _run_cell(cell: Cell):
-    # Progress bars from many workers would interleave on the driver's stderr: cells run quiet.
-    return run_cell(cell, progress=False)
+
+class _Board:
+    """A Ray actor: the labels of the cells whose task has started."""
+
+    def __init__(self):
+        self._started: list[str] = []
+
+    def start(self, label: str) -> None:
+        self._started.append(label)
+
+    def started(self) -> list[str]:
+        return list(self._started)
+
+
+def _run_cell(cell: Cell, board):
+    board.start.remote(cell.label)
+    return run_cell(cell, progress=False)  # workers run quiet: the driver prints one progress line
+
+
+def cell_progress(cell: Cell) -> str:
+    """`"attempts/mc 40% (eval 2/5, success 0.31)"`: a running cell's budget fraction (the slowest
+    seed's) and its last evaluation, from its `metrics.jsonl`; `"<label> starting"` before the first."""
+    rows = read_jsonl(os.path.join(cell.out, "metrics.jsonl"))
+    if not rows:
+        return f"{cell.label} starting"
+    last = max(row["eval_index"] for row in rows)
+    rows = [row for row in rows if row["eval_index"] == last]
+    success = sum(row["success_greedy"] for row in rows) / len(rows)
+    evaluation = f"eval {last}/{cell.config.num_evals}, success {success:.2f}"
+    counter = cell.config.budget_counter
+    if not all(counter in row for row in rows):
+        return f"{cell.label} ({evaluation})"
+    done = min(row[counter] for row in rows) / cell.config.budget
+    return f"{cell.label} {min(done, 1.0):.0%} ({evaluation})"
+
+
+def progress_line(cells: list[Cell], summaries: dict, failures: dict, started: list[str]) -> str:
+    """One line on the state of a Ray sweep: counts, then each running cell's `cell_progress`."""
+    running = [c for c in cells if c.label in started and c.key not in summaries and c.key not in failures]
+    waiting = len(cells) - len(summaries) - len(failures) - len(running)
+    line = (f"ray sweep: {len(summaries)}/{len(cells)} cells done, {len(running)} running, {waiting} waiting, "
+            f"{len(failures)} failed")
+    return " | ".join([line, *(cell_progress(c) for c in running)])

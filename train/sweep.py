@@ -24,7 +24,6 @@ import os
 
 import numpy as np
 
-from jaxcredit.rundir_io import RunLock, check_writable_dir, remove_leftovers, write_text_atomic
 from jaxcredit.comparison import (
     REGIMES,
     arm_credits,
@@ -35,6 +34,7 @@ from jaxcredit.comparison import (
     matched_cell,
     paired_table,
 )
+from jaxcredit.rundir_io import RunLock, check_writable_dir, remove_leftovers, write_text_atomic
 from jaxcredit.train.backends import Cell, backend_session, check_backend, run_cells
 from jaxcredit.train.config import config_from_dict
 from jaxcredit.train.rundir import read_json, write_json_atomic

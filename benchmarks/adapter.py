@@ -1,0 +1,169 @@
+"""`jaxcredit bench adapter`: the gymnax adapter's auto-reset step against the raw batched step.
+
+For each environment (default MAD and arithmetic) and batch size B, side by side in one run:
+
+- `raw`: `jax.vmap(env.step)` over the jaxcredit states, no reset (an ended episode stays ended,
+  at the same cost);
+- `adapter`: `jax.vmap(adapter.step)` of `GymnaxAdapter(env, encoding="tokens")` with the params
+  of `make_params` (automatic reset from the pool): the same token observation as `raw`, so the
+  ratio is the price of the reset and the gymnax interface alone;
+- `adapter one_hot`: the same with the adapter's default encoding (float32 `[L * V]`): what an
+  MLP trainer pays, encoding included;
+- `fresh` (not with `--quick`; at B = 4,096 only): the adapter with `reset_pool=0`, a fresh
+  `env.sample_problem` draw on every step (the behaviour before the pool; timed once, it is slow).
+
+Each side runs T = 2 x `max_turns` steps (so every episode ends and restarts at least once) in one
+jitted `lax.scan`, from the same starting problems, with the same random legal actions (the k-th
+legal action of `benchmarks.envs.random_legal_action_jax` from a shared float table `[T, B]`), and
+reads what a trainer reads: the observation (summed), the reward and the end flags. The step keys
+`[T, B]` are split once before timing: the trainer's key splitting is not the adapter's cost.
+Steps per second count `B x T`; the ratio `adapter / raw` is the target (>= 0.5 at B = 4,096).
+
+Shape letters: B episodes, T steps.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcredit.benchmarks.common import format_rate, machine_description, print_table, time_interleaved
+from jaxcredit.benchmarks.envs import random_legal_action_jax
+from jaxcredit.env import Environment
+from jaxcredit.envs import make
+
+FULL_SIZES = (1024, 4096, 16384)
+QUICK_SIZES = (4096,)
+FULL_REPEATS = 10
+QUICK_REPEATS = 3
+FRESH_SIZE = 4096  # the fresh-draw side is timed at this batch only (it is slow)
+RESET_POOL = 65_536  # the adapter's default pool size
+ENVIRONMENTS = ("mad", "arithmetic")
+SEED = 0
+
+
+def _raw_rollout(env: Environment):
+    """Jitted `(states [B], uniforms [T, B], keys [T, B]) -> (states, summary)`."""
+
+    def rollout(states, uniforms, keys):
+        del keys
+
+        def turn(carry, u):
+            states, total = carry
+            action = random_legal_action_jax(states.observation, states.legal_action_mask, u)
+            states = jax.vmap(env.step)(states, action)
+            total = total + states.observation.sum(dtype=jnp.float32) + states.reward.sum() + states.done.sum()
+            return (states, total), None
+
+        (states, total), _ = jax.lax.scan(turn, (states, jnp.zeros((), jnp.float32)), uniforms)
+        return states, total
+
+    return jax.jit(rollout)
+
+
+def _adapter_rollout(adapter, params):
+    """Jitted `(gymnax states [B], uniforms [T, B], keys [T, B]) -> (states, summary)`."""
+    step = jax.vmap(adapter.step, in_axes=(0, 0, 0, None))
+
+    def rollout(states, uniforms, keys):
+        def turn(carry, inputs):
+            states, total = carry
+            u, step_keys = inputs
+            mask = states.state.legal_action_mask
+            action = random_legal_action_jax(states.state.observation, mask, u)
+            observation, states, reward, terminated, truncated, _ = step(step_keys, states, action, params)
+            total = total + observation.sum(dtype=jnp.float32) + reward.sum() + (terminated | truncated).sum()
+            return (states, total), None
+
+        (states, total), _ = jax.lax.scan(turn, (states, jnp.zeros((), jnp.float32)), (uniforms, keys))
+        return states, total
+
+    return jax.jit(rollout)
+
+
+def bench_adapter(name: str, size: int, params, *, repeats: int, fresh: bool) -> dict:
+    """Steps per second of each side for environment `name` at batch `size`; `params` are the
+    adapter params with the pool (they do not depend on the encoding)."""
+    from jaxcredit.envs.gymnax_adapter import GymnaxAdapter, GymnaxState
+
+    env = make(name)
+    num_steps = 2 * env.max_turns
+    rng = np.random.default_rng(SEED)
+    uniforms = jnp.asarray(rng.integers(0, 2**16, size=(num_steps, size)).astype(np.float32) / 2**16)
+    keys = jax.random.split(jax.random.key(SEED), num_steps * size).reshape(num_steps, size)
+    start_keys = jax.random.split(jax.random.key(SEED + 1), size)
+    raw_states = jax.jit(jax.vmap(env.init))(start_keys)
+
+    sides = {"raw": (_raw_rollout(env), raw_states)}
+    variants = {"adapter": ({"encoding": "tokens"}, params), "adapter one_hot": ({"encoding": "one_hot"}, params)}
+    if fresh:
+        variants["fresh"] = ({"encoding": "tokens", "reset_pool": 0}, None)
+    adapter_states = GymnaxState(state=raw_states, time=raw_states.turn)  # the same first episodes
+    for side, (options, side_params) in variants.items():
+        adapter = GymnaxAdapter(env, **options)
+        sides[side] = (_adapter_rollout(adapter, side_params), adapter_states)
+
+    def call(side):
+        fn, states = sides[side]
+        return lambda: fn(states, uniforms, keys)
+
+    timed = time_interleaved({side: call(side) for side in sides if side != "fresh"}, repeats=repeats)
+    if fresh:  # slow: one timed call
+        timed.update(time_interleaved({"fresh": call("fresh")}, repeats=1, min_sample_seconds=0.0))
+    return {"rates": {side: size * num_steps / timed[side][0] for side in sides}, "steps": num_steps}
+
+
+def _sizes(args) -> tuple[int, ...]:
+    sizes = getattr(args, "sizes", None)
+    if sizes is None:
+        return QUICK_SIZES if getattr(args, "quick", False) else FULL_SIZES
+    if not sizes or any(not isinstance(s, int) or s < 1 for s in sizes):
+        raise ValueError(f"bench adapter sizes must be positive integers, got {sizes!r}")
+    return tuple(sizes)
+
+
+def run(args) -> dict:
+    """The `adapter` suite: prints a table to stderr, returns rates, `"ratios"` and `"machine"`."""
+    try:
+        import gymnax  # noqa: F401
+    except ImportError:
+        raise ValueError("bench adapter needs gymnax: pip install -e '.[gymnax]'") from None
+    quick = bool(getattr(args, "quick", False))
+    repeats = QUICK_REPEATS if quick else FULL_REPEATS
+    from jaxcredit.envs.gymnax_adapter import GymnaxAdapter
+
+    sizes = _sizes(args)
+    fresh_size = FRESH_SIZE if FRESH_SIZE in sizes else sizes[0]
+    rates, ratios, rows = {}, {}, []
+    for name in ENVIRONMENTS:
+        params = GymnaxAdapter(make(name), reset_pool=RESET_POOL).make_params(jax.random.key(SEED + 2))  # drawn once
+        for size in sizes:
+            result = bench_adapter(name, size, params, repeats=repeats, fresh=not quick and size == fresh_size)
+            side_rates = result["rates"]
+            for side, rate in side_rates.items():
+                rates[f"{name}:{side.replace(' ', '_')}@{size}"] = rate
+            raw = side_rates["raw"]
+            ratios[f"{name}:adapter_vs_raw@{size}"] = side_rates["adapter"] / raw
+            ratios[f"{name}:adapter_one_hot_vs_raw@{size}"] = side_rates["adapter one_hot"] / raw
+            fresh = side_rates.get("fresh")
+            if fresh is not None:
+                ratios[f"{name}:fresh_vs_raw@{size}"] = fresh / raw
+            rows.append([name, size, format_rate(raw), format_rate(side_rates["adapter"]),
+                         format_rate(side_rates["adapter one_hot"]), "-" if fresh is None else format_rate(fresh),
+                         f"{side_rates['adapter'] / raw:.2f}", f"{side_rates['adapter one_hot'] / raw:.2f}"])
+    machine = machine_description()
+    print_table(
+        f"gymnax adapter auto-reset step vs raw vmap(env.step), env steps/s, T = 2 x max_turns, best of "
+        f"{repeats} ({machine['cores']} cores, {machine['backend']}, jax {machine['jax']})",
+        ["env", "batch", "raw", "adapter (tokens)", "adapter (one_hot)", "fresh draws", "adapter/raw",
+         "one_hot/raw"], rows)
+    return {
+        "suite": "adapter",
+        "unit": "environment steps per second",
+        "sizes": list(sizes),
+        "repeats": repeats,
+        "steps_per_second": rates,
+        "ratios": ratios,
+        "machine": machine,
+    }
