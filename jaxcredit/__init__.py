@@ -37,6 +37,8 @@ from jaxcredit.solver import (
     optimal_values,
     positions_reached,
     reachable,
+    soft_policy,
+    soft_values,
     uniform_policy,
 )
 from jaxcredit.solver_batch import BatchSolution, solve_batch
@@ -85,6 +87,8 @@ __all__ = [
     "rollout",
     "save_policy",
     "shard_batch",
+    "soft_policy",
+    "soft_values",
     "solve_batch",
     "solver_action_advantage",
     "solver_advantage",
