@@ -89,6 +89,26 @@ def outcome_advantage(
     return _on_live(trajectory, advantage.reshape(-1)[:, None])
 
 
+def gae_advantage(trajectory: Trajectory, *, state_values: jax.Array, lam: float, discount: float = 1.0) -> jax.Array:
+    """Generalised advantage estimation (Schulman et al. 2016) from state values. float32 `[B, T]`.
+
+    With `δ_t = r_t + discount V(s_{t+1}) - V(s_t)` on live steps (`V(s_{t+1}) = 0` once the
+    episode has ended; `state_values` float32 `[B, T+1]` as for `mc_advantage`),
+    `A_t = Σ_{k >= 0} (discount lam)^k δ_{t+k}` over the episode's live steps. `lam = 0` is the
+    one-step `r_t + V(s_{t+1}) - V(s_t)`; `lam = 1` (undiscounted) is `G_t - V(s_t)`, the return
+    to go against a learned baseline, unbiased however wrong `V` is.
+    """
+    delta = mc_advantage(trajectory, state_values=state_values)  # δ_t, 0 after the end
+    decay = discount * lam
+
+    def back(later, d):
+        now = d + decay * later
+        return now, now
+
+    _, out = jax.lax.scan(back, jnp.zeros(delta.shape[0]), delta.T, reverse=True)
+    return _on_live(trajectory, out.T)
+
+
 def _taken(trajectory: Trajectory, num_actions: int) -> tuple[jax.Array, jax.Array]:
     """`(action, accepted)` `[B, T]`: the action clipped into `[0, A)` (safe to gather with) and
     whether the action taken was in range and legal; otherwise it was refused (used a turn,

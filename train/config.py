@@ -15,7 +15,8 @@ from typing import Any
 CREDITS = ("outcome", "mc", "exact", "solver", "anchor", "critic")
 OUTCOME_BASELINES = ("grpo", "rloo", "mean")
 MC_VARIANTS = ("td", "q")
-SOLVER_POLICIES = ("uniform", "optimal")
+SOLVER_POLICIES = ("uniform", "optimal", "soft")
+LOSS_NORMALISATIONS = ("step", "sequence")
 BUDGET_COUNTERS = ("main_episodes", "total_env_steps")
 MAX_BUDGET = 2**31 - 1  # the ledger's int32 counters
 
@@ -32,17 +33,21 @@ class TrainConfig:
     mc_continuations: int = 4
     solver_policy: str = "uniform"
     solver_weight: float = 1.0
+    solver_temperature: float = 0.3  # of solver_policy="soft" (the Boltzmann backup), in success probability
     solver_add_outcome: bool = False
     anchor_weight: float = 1.0
+    anchor_discount: float = 0.95  # GiGPO's step-level discount (the paper's value)
     critic_label_states: int = 32
     critic_continuations: int = 4
     critic_coef: float = 1.0
+    critic_lambda: float = 0.95  # GAE λ of the critic arm's advantage (PPO's; 0: one-step TD)
     problems_per_iteration: int = 16
     attempts_per_problem: int = 4
     learning_rate: float = 1e-3
     ppo_epochs: int = 1
     clip_epsilon: float = 0.0
     entropy_coef: float = 0.0
+    loss_normalisation: str = "step"  # "step": mean over all live steps; "sequence": per episode, then over episodes
     max_grad_norm: float = 1.0
     d_model: int = 64
     num_layers: int = 2
@@ -76,6 +81,7 @@ class TrainConfig:
         choice("mc_variant", MC_VARIANTS)
         choice("solver_policy", SOLVER_POLICIES)
         choice("budget_counter", BUDGET_COUNTERS)
+        choice("loss_normalisation", LOSS_NORMALISATIONS)
         for field in ("mc_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
                       "ppo_epochs", "d_model", "num_layers", "num_heads", "mlp_dim", "num_evals",
                       "eval_problems", "num_seeds", "shard_devices"):
@@ -86,6 +92,12 @@ class TrainConfig:
                       "solver_weight", "anchor_weight"):
             at_least(field, 0.0)
         at_least("budget", 1, MAX_BUDGET)
+        at_least("anchor_discount", 0.0, 1.0)
+        at_least("critic_lambda", 0.0, 1.0)
+        temperature = self.solver_temperature
+        number = isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
+        if not number or not 0 < temperature < float("inf"):
+            raise ValueError(f"config.solver_temperature must be a finite number > 0, got {temperature!r}")
         if self.d_model % self.num_heads:
             raise ValueError(f"config.d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.budget < self.num_evals:

@@ -30,6 +30,7 @@ from jaxcredit.credit import (
     anchor_advantage,
     branch_action_values,
     branch_state_values,
+    gae_advantage,
     mc_advantage,
     outcome_advantage,
     solver_advantage,
@@ -191,7 +192,8 @@ class Trainer:
         if c.credit == "outcome":
             return outcome_advantage(trajectory, group_size=G, baseline=c.outcome_baseline), None, ledger
         if c.credit == "anchor":
-            return anchor_advantage(trajectory, group_size=G, step_weight=c.anchor_weight), None, ledger
+            return (anchor_advantage(trajectory, group_size=G, step_weight=c.anchor_weight,
+                                     discount=c.anchor_discount), None, ledger)
         if c.credit == "mc":
             if c.mc_variant == "td":
                 values, counts = branch_state_values(env, self.policy_fn, params, trajectory, key,
@@ -219,7 +221,8 @@ class Trainer:
                 evals = jnp.sum(graphs.valid, dtype=jnp.int32) * turns
                 ledger = record(ledger, Counts(graph_steps, evals, jnp.zeros((), jnp.int32)), account="label")
                 return solver_advantage(trajectory, values=values, group_size=G), None, ledger
-            values = jax.vmap(lambda g: solver.solve_graph(g, policy=c.solver_policy, horizon=horizon))(graphs)
+            values = jax.vmap(lambda g: solver.solve_graph(g, policy=c.solver_policy, horizon=horizon,
+                                                           temperature=c.solver_temperature))(graphs)
             ledger = record(ledger, Counts(graph_steps, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
                             account="label")
             outcome = c.outcome_baseline if c.solver_add_outcome else None
@@ -229,7 +232,7 @@ class Trainer:
         # critic: a learned V(s) gives r_t + V(s_{t+1}) - V(s_t); its Monte Carlo training labels
         # for M states drawn from this iteration's live steps are charged to the critic account.
         values = jax.lax.stop_gradient(self._critic_values(params, trajectory))
-        advantage = mc_advantage(trajectory, state_values=values)
+        advantage = gae_advantage(trajectory, state_values=values, lam=c.critic_lambda)
         critic_batch, counts = self._critic_labels(params, trajectory, key)
         return advantage, critic_batch, record(ledger, counts, account="critic")
 
@@ -254,7 +257,18 @@ class Trainer:
     # ----- loss -----
     def loss(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch) -> jax.Array:
         """Policy-gradient loss over live steps (PPO-clipped when `clip_epsilon > 0`), minus the
-        entropy bonus, plus the critic's squared error when training a critic."""
+        entropy bonus, plus the critic's squared error when training a critic.
+
+        With `x_t = ratio_t A_t + entropy_coef H_t` on the live steps (`ratio_t` clipped as PPO
+        when `clip_epsilon > 0`), `loss_normalisation` averages them as `step` (the default):
+        `-Σ_{i,t} x_{i,t} / (number of live steps)`, every action weighs the same; or `sequence`
+        (GRPO, Shao et al. 2024): `-mean_i (Σ_t x_{i,t} / T_i)` over episodes with `T_i >= 1`
+        live steps, every episode weighs the same. `step` is the default because the arms
+        compared here give each action its own credit: under `sequence` an action of a long
+        (failing, repairing) episode weighs `1 / T_i` of one in a short episode, which scales
+        action-level credit by episode length (the length bias DAPO, Yu et al. 2025, removes the
+        same way); it is also what earlier runs used.
+        """
         c = self.config
         mask = trajectory.legal_action_mask
         log_probs = log_probabilities(self.policy_fn(params, trajectory.observation, mask), mask)
@@ -264,9 +278,14 @@ class Trainer:
         if c.clip_epsilon > 0:
             surrogate = jnp.minimum(surrogate, jnp.clip(ratio, 1 - c.clip_epsilon, 1 + c.clip_epsilon) * advantage)
         live = trajectory.live
-        num_live = jnp.maximum(live.sum(), 1)
         entropy = -jnp.sum(jnp.where(mask, jnp.exp(log_probs) * log_probs, 0.0), axis=-1)
-        loss = -jnp.sum(jnp.where(live, surrogate + c.entropy_coef * entropy, 0.0)) / num_live
+        per_step = jnp.where(live, surrogate + c.entropy_coef * entropy, 0.0)  # [B, T]
+        if c.loss_normalisation == "sequence":
+            steps = live.sum(axis=1)
+            per_episode = per_step.sum(axis=1) / jnp.maximum(steps, 1)
+            loss = -jnp.sum(per_episode) / jnp.maximum(jnp.sum(steps > 0), 1)
+        else:
+            loss = -jnp.sum(per_step) / jnp.maximum(live.sum(), 1)
         if critic_batch is not None:
             observation, legal, target, valid = critic_batch
             error = jnp.where(valid, self.value_fn(params, observation, legal) - target, 0.0)
