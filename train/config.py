@@ -57,6 +57,9 @@ class TrainConfig:
     budget: int = 20_000
     num_evals: int = 10
     eval_problems: int = 256
+    validation_problems: int = 128  # held-out problems the `best` checkpoint is chosen on
+    holdout_fraction: float = 0.2  # share of the problem space kept out of training (half validation, half
+    # evaluation); 0: no split (spaces too small to hold out; evaluation then overlaps training)
     eval_seed: int = 12_345
     eval_families: tuple[str, ...] = ()
     num_seeds: int = 2
@@ -84,7 +87,7 @@ class TrainConfig:
         choice("loss_normalisation", LOSS_NORMALISATIONS)
         for field in ("mc_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
                       "ppo_epochs", "d_model", "num_layers", "num_heads", "mlp_dim", "num_evals",
-                      "eval_problems", "num_seeds", "shard_devices"):
+                      "eval_problems", "validation_problems", "num_seeds", "shard_devices"):
             at_least(field, 1)
         at_least("attempts_per_problem", 2 if self.outcome_baseline == "rloo" else 1)
         at_least("learning_rate", 0.0)
@@ -94,6 +97,9 @@ class TrainConfig:
         at_least("budget", 1, MAX_BUDGET)
         at_least("anchor_discount", 0.0, 1.0)
         at_least("critic_lambda", 0.0, 1.0)
+        fraction = self.holdout_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, (int, float)) or not 0 <= fraction < 1:
+            raise ValueError(f"config.holdout_fraction must be in [0, 1), got {fraction!r}")
         temperature = self.solver_temperature
         number = isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
         if not number or not 0 < temperature < float("inf"):

@@ -9,7 +9,9 @@ checked after every iteration, so runs compared at equal cost end within one ite
 
 Paired arms: the seed alone fixes the initial parameters (`fold_in(key, 0)`) and the stream of
 training problems (`fold_in(key, 1)`, then the iteration), so two arms with the same seed start
-from the same network and see the same problems in the same order.
+from the same network and see the same problems in the same order. Training problems come only
+from the training part of the problem space (`jaxcredit.holdout`); evaluation and validation
+problems only from theirs.
 
 Shape letters: N seeds, P problems, G attempts per problem, B = P * G episodes, T turns,
 A actions, L observation length, E evaluation problems, M critic label states.
@@ -36,13 +38,14 @@ from jaxcredit.credit import (
     solver_advantage,
 )
 from jaxcredit.env import Environment
+from jaxcredit.holdout import TRAIN, sample_in_split
 from jaxcredit.ledger import MAX_COUNT, Counts, Ledger, init_ledger, record
 from jaxcredit.policy import PolicyConfig, make_policy
 from jaxcredit.policy_fn import action_probabilities, log_probabilities
 from jaxcredit.rollout import Trajectory, branch_returns, rollout
 from jaxcredit.sharding import batch_sharding, constrain_batch
 from jaxcredit.train.config import TrainConfig
-from jaxcredit.train.evaluation import EvalSets, evaluation_sets, make_evaluate
+from jaxcredit.train.evaluation import EvalSets, evaluation_sets, make_evaluate, validation_set
 
 
 @struct.dataclass
@@ -71,6 +74,7 @@ class Trainer:
     env: Environment
     policy_config: PolicyConfig
     eval_sets: EvalSets
+    validation_set: Any = None  # held-out problems, leaves [V, ...]: `validation_success_greedy`
 
     # ----- construction helpers -----
     @property
@@ -113,10 +117,18 @@ class Trainer:
         return [jax.random.fold_in(jax.random.fold_in(key, stream), state.iteration) for stream in (1, 2, 3)]
 
     def sample_episodes(self, state: TrainState):
-        """The iteration's problems `[P]` and their `G` starting states each, `[B]` (problem-major)."""
+        """The iteration's problems `[P]` and their `G` starting states each, `[B]` (problem-major).
+
+        Problems are drawn from the training part of the problem space only (`holdout.sample_in_split`)."""
         c = self.config
         problem_key, _, _ = self._keys(state)
-        problems = jax.vmap(self.env.sample_problem)(jax.random.split(problem_key, c.problems_per_iteration))
+
+        def draw(key):
+            if c.holdout_fraction == 0:  # no split: the whole space
+                return self.env.sample_problem(key)
+            return sample_in_split(self.env, key, TRAIN, holdout_fraction=c.holdout_fraction)
+
+        problems = jax.vmap(draw)(jax.random.split(problem_key, c.problems_per_iteration))
         repeated = jax.tree_util.tree_map(lambda x: jnp.repeat(x, c.attempts_per_problem, axis=0), problems)
         return problems, jax.vmap(self.env.init_problem)(repeated)
 
@@ -162,8 +174,9 @@ class Trainer:
         return no_limit, jnp.int32(threshold)
 
     def evaluate(self, params: Any) -> dict:
-        """Metrics of `params` on the fixed evaluation sets (see `train.evaluation`)."""
-        return make_evaluate(self.env, self.policy_fn, self.eval_sets, seed=self.config.eval_seed)(params)
+        """Metrics of `params` on the fixed evaluation sets and the validation set (see `train.evaluation`)."""
+        return make_evaluate(self.env, self.policy_fn, self.eval_sets, seed=self.config.eval_seed,
+                             validation=self.validation_set)(params)
 
     def train(self, seed: jax.Array):
         """The whole run of one seed: `(final state, metrics)` with metrics stacked `[num_evals + 1]`
@@ -314,4 +327,5 @@ def make_train(config: TrainConfig) -> Trainer:
                          f"actions per problem: too large for an exact arm; use a smaller environment")
     if config.shard_devices > 1:
         batch_sharding(config.shard_devices)  # raises ValueError when there are fewer devices
-    return Trainer(config=config, env=env, policy_config=policy_config, eval_sets=evaluation_sets(env, config))
+    return Trainer(config=config, env=env, policy_config=policy_config, eval_sets=evaluation_sets(env, config),
+                   validation_set=validation_set(env, config))
