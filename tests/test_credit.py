@@ -281,3 +281,22 @@ def test_out_of_range_actions_are_refusals_for_every_estimator(mad, repaired_val
     np.testing.assert_allclose(mc_q[0, 3:6], 0.5 - sv[0, 3:6], rtol=1e-5)  # legal: Q̂ of the action
     np.testing.assert_allclose(mc_q[0, :3], np.asarray(mc_advantage(group, state_values=state_values))[0, :3],
                                rtol=1e-6)  # the same as the TD form there
+
+
+def test_gae_hand_computed_and_its_two_ends(repaired_group):
+    """λ = 0 is the one-step `r + V(s') - V(s)`; λ = 1 is `G_t - V(s_t)` whatever V is; between,
+    by hand on the won episode (reward 1 at step 5 of 6)."""
+    from jaxcredit.credit import gae_advantage
+
+    values = jnp.asarray(np.stack([np.linspace(0.1, 0.7, 13), np.full(13, 0.3)]), jnp.float32)
+    live = np.asarray(repaired_group.live)
+    np.testing.assert_allclose(gae_advantage(repaired_group, state_values=values, lam=0.0),
+                               mc_advantage(repaired_group, state_values=values), atol=1e-6)
+    to_go = np.where(live, np.asarray(repaired_group.episode_return)[:, None], 0.0)  # one reward, at the end
+    full = np.asarray(gae_advantage(repaired_group, state_values=values, lam=1.0))
+    np.testing.assert_allclose(full, np.where(live, to_go - np.asarray(values)[:, :-1], 0.0), atol=1e-6)
+    # λ = 0.5 on the won episode: δ_t = V(t+1) - V(t) = 0.05 for t < 5, δ_5 = 1 - V(5) = 0.65
+    half = np.asarray(gae_advantage(repaired_group, state_values=values, lam=0.5))[0, :6]
+    delta = np.array([0.05] * 5 + [0.65])
+    expected = [sum(0.5 ** (k - t) * delta[k] for k in range(t, 6)) for t in range(6)]
+    np.testing.assert_allclose(half, expected, rtol=1e-5)

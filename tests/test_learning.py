@@ -16,6 +16,7 @@ from jaxcredit.credit import outcome_advantage
 from jaxcredit.policy_fn import log_probabilities
 from jaxcredit.rollout import replay, rollout
 
+PPO = {"ppo_epochs": 8, "learning_rate": 0.02}
 SEEDS = (0, 1, 2)
 ITERATIONS = 150  # 4,800 main episodes per seed
 
@@ -74,9 +75,8 @@ def test_ppo_clip_holds_the_ratio_over_several_epochs(tiny_arm):
     once its ratio leaves [0.8, 1.2] in its advantage's direction, so the ratios stay near that
     range (not exactly: other steps' updates still move it). Ignoring the clip, or the epochs (at
     the first epoch every ratio is 1, so both losses have the same gradient), makes them equal."""
-    ppo = {"ppo_epochs": 8, "learning_rate": 0.02}
-    clipped_trainer, clipped_iterate = tiny_arm(clip_epsilon=0.2, **ppo)
-    free_trainer, free_iterate = tiny_arm(clip_epsilon=0.0, **ppo)
+    clipped_trainer, clipped_iterate = tiny_arm(clip_epsilon=0.2, **PPO)
+    free_trainer, free_iterate = tiny_arm(clip_epsilon=0.0, **PPO)
     state = free_trainer.init(jnp.int32(0))
     trajectory, advantage = _iteration_batch(free_trainer, state)
     moved = np.asarray(trajectory.live) & (np.asarray(advantage) != 0)
@@ -90,8 +90,8 @@ def test_ppo_clip_holds_the_ratio_over_several_epochs(tiny_arm):
 def test_clipped_loss_has_no_gradient_outside_the_trust_region(tiny_arm):
     """A step whose ratio is already below 1 - ε with a negative advantage contributes nothing to
     the clipped gradient; with clip_epsilon = 0 it does."""
-    trainer, _ = tiny_arm(clip_epsilon=0.2)
-    free, _ = tiny_arm()
+    trainer, _ = tiny_arm(clip_epsilon=0.2, **PPO)  # the loss reads clip_epsilon and entropy_coef only
+    free, _ = tiny_arm(clip_epsilon=0.0, **PPO)
     trajectory, params = _hand_batch(trainer)  # log_prob 0 recorded: ratio 1/4 on every step
     negative = jnp.where(trajectory.live, -1.0, 0.0)
     grads = jax.jit(jax.grad(trainer.loss))(params, trajectory, negative, None)
@@ -104,7 +104,7 @@ def test_entropy_bonus_gradient_raises_the_entropy(tiny_arm):
     """With zero advantages the loss is the entropy bonus alone: no gradient without it, and a
     gradient step with it makes a non-uniform policy more uniform on the batch's states."""
     trainer, _ = tiny_arm(entropy_coef=0.1)
-    plain, _ = tiny_arm()
+    plain, _ = tiny_arm(clip_epsilon=0.0, **PPO)  # entropy_coef 0
     trajectory, params = _hand_batch(trainer)
     head = params["params"]["action_head"]
     head["kernel"] = 0.5 * jax.random.normal(jax.random.key(1), head["kernel"].shape)  # not uniform

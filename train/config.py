@@ -33,7 +33,7 @@ class TrainConfig:
     mc_continuations: int = 4
     solver_policy: str = "uniform"
     solver_weight: float = 1.0
-    solver_temperature: float = 0.3  # of solver_policy="soft" (the Boltzmann backup), in success probability
+    solver_temperature: float = 0.3  # of solver_policy="soft" (solver.DEFAULT_TEMPERATURE), in success probability
     solver_add_outcome: bool = False
     anchor_weight: float = 1.0
     anchor_discount: float = 0.95  # GiGPO's step-level discount (the paper's value)
