@@ -215,7 +215,11 @@ def _boltzmann(q: jax.Array, legal: jax.Array, temperature: float) -> jax.Array:
     return weight / jnp.maximum(jnp.sum(weight, axis=-1, keepdims=True), 1e-30)
 
 
-def _check_temperature(temperature) -> float:
+def _check_temperature(temperature):
+    """A Python number must be finite and > 0 (else `ValueError`); an array (e.g. traced, so one
+    compiled function serves every temperature) is passed through unchecked."""
+    if isinstance(temperature, (jax.Array, np.ndarray)):
+        return temperature
     ok = isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
     if not ok or not temperature > 0 or not np.isfinite(temperature):
         raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
@@ -266,7 +270,8 @@ def soft_values(graph: Graph, *, horizon: int, temperature: float = DEFAULT_TEMP
     `optimal_values`). `V_τ` is the exact value of the policy `soft_policy` returns, so values
     stay success probabilities in `[0, 1]`; `τ -> 0` gives `V*` (the max), `τ -> ∞` the uniform
     policy's values. `temperature` τ > 0 is in units of success probability: an action whose Q is
-    `τ` lower is `e` times less likely. Returns `Values` with `v [T + 1, S]`, `q [T + 1, S, A]`.
+    `τ` lower is `e` times less likely (a Python number, checked, or a float32 `[]` array, e.g.
+    traced). Returns `Values` with `v [T + 1, S]`, `q [T + 1, S, A]`.
     """
     temperature = _check_temperature(temperature)
     v = _soft_v(graph, horizon=_check_horizon(horizon), temperature=temperature)

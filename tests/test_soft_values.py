@@ -1,6 +1,7 @@
 """Soft-optimal (Boltzmann) values: a hand-checked case, the two limits, self-consistency, and how
 many more steps of MAD episodes get credit than under the hard max."""
 
+import functools
 import itertools
 import math
 
@@ -26,9 +27,15 @@ def small_graphs():
     return jax.jit(jax.vmap(solver.build_graph, in_axes=(None, 0)), static_argnums=0)(env, jnp.asarray(tapes))
 
 
-def _solve_all(graphs, policy, temperature=solver.DEFAULT_TEMPERATURE):
+@functools.partial(jax.jit, static_argnames="policy")
+def _solve_all_jit(graphs, temperature, *, policy):
     one = lambda g: solver.solve_graph(g, policy=policy, horizon=HORIZON, temperature=temperature)  # noqa: E731
-    return jax.jit(jax.vmap(one))(graphs)
+    return jax.vmap(one)(graphs)
+
+
+def _solve_all(graphs, policy, temperature=solver.DEFAULT_TEMPERATURE):
+    """All graphs' values; the temperature is traced, so every temperature shares one compile."""
+    return _solve_all_jit(graphs, jnp.float32(temperature), policy=policy)
 
 
 def test_hand_checked_one_cell_tape():
