@@ -37,7 +37,7 @@ def small_mad():
 def mad_policy(mad):
     """`(params, policy_fn, value_fn)` of the default ~100k-parameter network on default MAD.
 
-    The action head is perturbed so the policy is not exactly uniform.
+    The action and value heads are perturbed so the policy is not exactly uniform and values differ.
     """
     import jax
 
@@ -47,6 +47,8 @@ def mad_policy(mad):
     params = init_fn(jax.random.key(0))
     head = params["params"]["action_head"]
     head["kernel"] = 0.5 * jax.random.normal(jax.random.key(1), head["kernel"].shape)
+    value_head = params["params"]["value_head"]  # zero-initialised too: perturb it so values differ
+    value_head["kernel"] = 0.5 * jax.random.normal(jax.random.key(2), value_head["kernel"].shape)
     return params, policy_fn, value_fn
 
 
