@@ -10,9 +10,9 @@ from jaxcredit.analysis.audit import (
 )
 from jaxcredit.analysis.card import CAIDCard, card_for_audit, card_for_config, cards_for_sweep, cards_markdown
 from jaxcredit.analysis.classes import (
-    ABSOLUTE_THRESHOLD,
+    ABSOLUTE_TOLERANCE,
     CLASSES,
-    RELATIVE_THRESHOLD,
+    RELATIVE_TOLERANCE,
     class_summary,
     classify_actions,
     format_class_table,
@@ -31,12 +31,12 @@ from jaxcredit.analysis.report import audit_markdown_summary, markdown_links, wr
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
 
 __all__ = [
-    "ABSOLUTE_THRESHOLD",
+    "ABSOLUTE_TOLERANCE",
     "CAIDCard",
     "CLASSES",
     "MEASURES",
     "REFERENCES",
-    "RELATIVE_THRESHOLD",
+    "RELATIVE_TOLERANCE",
     "audit_markdown_summary",
     "card_for_audit",
     "card_for_config",

@@ -30,8 +30,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcredit.analysis.classes import (
-    ABSOLUTE_THRESHOLD,
-    RELATIVE_THRESHOLD,
+    ABSOLUTE_TOLERANCE,
+    RELATIVE_TOLERANCE,
     class_summary,
     classify_actions,
 )
@@ -117,8 +117,8 @@ def _progress(total: int, enabled: bool):
 
 def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array, *, num_states: int = 605,
               num_continuations: int = 64, chunk_states: int = 64, progress: bool = True,
-              relative_threshold: float = RELATIVE_THRESHOLD,
-              absolute_threshold: float = ABSOLUTE_THRESHOLD) -> dict:
+              relative_tolerance: float = RELATIVE_TOLERANCE,
+              absolute_tolerance: float = ABSOLUTE_TOLERANCE) -> dict:
     """Audit the Monte Carlo action credit of `policy_fn` (with `params`) on `env`; consumes `key`.
 
     Plays `num_states` episodes on fresh problems, samples one live state from each, and runs
@@ -194,8 +194,8 @@ def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array
     success = np.asarray(trajectory.episode_return) > 0
 
     names, type_of_action = env.action_types()
-    classes = classify_actions(credit, values["v"], live, success, relative_threshold=relative_threshold,
-                               absolute_threshold=absolute_threshold)
+    classes = classify_actions(credit, values["v"], live, success, relative_tolerance=relative_tolerance,
+                               absolute_tolerance=absolute_tolerance)
     action_type = type_of_action[np.clip(np.asarray(trajectory.action), 0, env.num_actions - 1)]
     seconds["total"] = sum(seconds.values())
     return {
@@ -218,7 +218,7 @@ def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array
             "steps_before_final": float((before_final & live).sum() / live.sum()),
         },
         "classes": class_summary(classes, action_type, names, credit),
-        "thresholds": {"relative": relative_threshold, "absolute": absolute_threshold},
+        "thresholds": {"relative": relative_tolerance, "absolute": absolute_tolerance},
         "env_steps": {"episodes": int(play_counts.env_steps), "continuations": env_steps},
         "seconds": {k: round(v, 3) for k, v in seconds.items()},
     }

@@ -82,6 +82,8 @@ def _credit_text(config: dict) -> tuple[str, str, str, str]:
                 "environment's success reward")
     if credit == "solver":
         policy = config.get("solver_policy", "uniform")
+        if policy == "soft":
+            policy = f"soft-optimal (Boltzmann, τ={config.get('solver_temperature', 0.3)})"
         weight = config.get("solver_weight", 1.0)
         added = " plus the outcome advantage" if config.get("solver_add_outcome") else ""
         return (f"per action: {weight} × (Q^μ − V^μ){added}, μ = the {policy} policy (fixed, not the learner)",
@@ -90,15 +92,17 @@ def _credit_text(config: dict) -> tuple[str, str, str, str]:
                 "success reward")
     if credit == "anchor":
         weight = config.get("anchor_weight", 1.0)
-        return (f"per action: the GRPO episode advantage + {weight} × the return-to-go normalised among the group's "
-                "steps taken in the same position (GiGPO)",
+        discount = config.get("anchor_discount", 0.95)
+        return (f"per action: the GRPO episode advantage + {weight} × the return-to-go (discount {discount}) "
+                "normalised among the group's steps taken in the same position (GiGPO)",
                 "identical positions (anchor states) within the group of attempts on one problem",
                 "none (observed returns-to-go of the main attempts grouped by anchor state)",
                 "the main attempts under the current policy, to the end of the episode")
     if credit == "critic":
         states = config.get("critic_label_states", 32)
         k = config.get("critic_continuations", 4)
-        return ("per action: r_t + V_φ(s_{t+1}) − V_φ(s_t), V_φ the network's value head",
+        lam = config.get("critic_lambda", 0.95)
+        return (f"per action: GAE (λ={lam}) over δ_t = r_t + V_φ(s_{{t+1}}) − V_φ(s_t), V_φ the network's value head",
                 "the network's observation (what the value head reads)",
                 f"learned value (trained on continuation labels: {states} states × K={k} per iteration)",
                 "continuations under the current policy for the value head's labels, to the episode's end")
@@ -109,9 +113,11 @@ def _interface(config: dict) -> str:
     clip = config.get("clip_epsilon", 0.0)
     epochs = config.get("ppo_epochs", 1)
     loss = (f"PPO-clipped (ε={clip}, {epochs} epoch(s))" if clip else "policy gradient (REINFORCE-style)")
+    normalisation = config.get("loss_normalisation", "step")
+    averaged = "over all live steps" if normalisation == "step" else "per episode, then over episodes"
     text = (f"the per-action advantage multiplies the action's log-probability in a {loss} loss, masked to live "
-            f"steps; entropy bonus {config.get('entropy_coef', 0.0)}, Adam lr {config.get('learning_rate')}, "
-            f"gradient norm clip {config.get('max_grad_norm')}")
+            f"steps and averaged {averaged}; entropy bonus {config.get('entropy_coef', 0.0)}, "
+            f"Adam lr {config.get('learning_rate')}, gradient norm clip {config.get('max_grad_norm')}")
     if config.get("credit") == "critic":
         text += f"; plus the value head's squared error × {config.get('critic_coef', 1.0)}"
     return text

@@ -1,19 +1,33 @@
 """Action classes from exact counterfactual credit: load-bearing, decorative, harmful.
 
 Each live action of an episode gets the exact credit `Δ_t = Q(s_t, a_t) − V(s_t)` under a chosen
-policy (`jaxcredit.analysis.exact`). With the state's threshold
-`ε_t = max(absolute_threshold, relative_threshold · V(s_t))` (defaults 1e-6 and 0.01: the action
-moved the chance of success by more than 1% of what it was):
+policy π (`jaxcredit.analysis.exact`): how much taking `a_t` in `s_t`, then following π, changes
+the chance of success compared with drawing the action from π itself. This is the expected
+counterfactual difference, not the literal difference of two returns: a single episode's return
+with and without the action is a random variable that depends on everything after it (and needs
+a named alternative action), whereas `Q − V` averages over every continuation and over π's
+alternatives, is exactly what the credit estimators label (it has mean 0 under π), and is
+computed exactly by the solver. A different alternative (e.g. the best one, `Q(s, a) − max_b
+Q(s, b)`) is a different question; the reference policy (`"policy"`, `"uniform"`, `"optimal"`)
+is the setting that chooses it.
 
-- **load-bearing**: `Δ_t > ε`, the action raised the chance of success;
-- **decorative**: `|Δ_t| <= ε`, it changed (almost) nothing;
-- **harmful-but-recovered**: `Δ_t < −ε` in an episode that still succeeded;
-- **harmful**: `Δ_t < −ε` in an episode that failed.
+With the state's tolerance `ε_t = max(absolute_tolerance, relative_tolerance · min(V(s_t), 1 − V(s_t)))`
+(defaults 1e-6 and 0.01):
 
-The relative part makes the classes independent of the policy's overall success level (under
-the uniform policy every value is small, about 0.01 at the start of a default MAD tape; under a
-trained one they are near 0 or 1); the absolute floor keeps float round-off from being called
-an effect (and makes every action of a hopeless state, `V = 0`, decorative).
+- **load-bearing**: `Δ_t > ε_t`, the action raised the chance of success;
+- **decorative**: `|Δ_t| <= ε_t`, it changed (almost) nothing;
+- **harmful-but-recovered**: `Δ_t < −ε_t` in an episode that still succeeded;
+- **harmful**: `Δ_t < −ε_t` in an episode that failed.
+
+The tolerance is symmetric twice over: the same `ε_t` on both sides of 0, and the relative part
+scales with the smaller of the chances of success and of failure, so a move is judged against
+how much was left to gain or to lose. At `V = 0.01` (the uniform policy at the start of a
+default MAD tape) an action must move `V` by more than 1e-4; at `V = 0.999` (a trained policy)
+likewise by more than 1e-5, so an action that costs 0.5 points of success there is harmful, not
+decorative (scaled by `V` alone, as before, any cost under 1 point was called decorative). The
+absolute floor keeps float round-off from being called an effect and makes every action of a
+certain state (`V = 0` or `V = 1`) decorative unless it changes `V` by more than it.
+`relative_tolerance = 0` gives a purely absolute tolerance.
 
 Shape letters: B episodes, T turns.
 """
@@ -26,17 +40,27 @@ CLASSES = ("load-bearing", "decorative", "harmful-but-recovered", "harmful")
 NOT_LIVE = -1
 
 
-RELATIVE_THRESHOLD = 0.01
-ABSOLUTE_THRESHOLD = 1e-6
+RELATIVE_TOLERANCE = 0.01
+ABSOLUTE_TOLERANCE = 1e-6
+
+
+def decorative_tolerance(value: np.ndarray, *, absolute_tolerance: float = ABSOLUTE_TOLERANCE,
+                         relative_tolerance: float = RELATIVE_TOLERANCE) -> np.ndarray:
+    """float64, the shape of `value`: `ε = max(absolute, relative · min(V, 1 − V))` (see the module)."""
+    if not (absolute_tolerance >= 0 and relative_tolerance >= 0):
+        raise ValueError(f"tolerances must be >= 0, got absolute {absolute_tolerance!r}, "
+                         f"relative {relative_tolerance!r}")
+    value = np.clip(np.asarray(value, np.float64), 0.0, 1.0)
+    return np.maximum(absolute_tolerance, relative_tolerance * np.minimum(value, 1.0 - value))
 
 
 def classify_actions(credit: np.ndarray, value: np.ndarray, live: np.ndarray, success: np.ndarray, *,
-                     relative_threshold: float = RELATIVE_THRESHOLD,
-                     absolute_threshold: float = ABSOLUTE_THRESHOLD) -> np.ndarray:
+                     absolute_tolerance: float = ABSOLUTE_TOLERANCE,
+                     relative_tolerance: float = RELATIVE_TOLERANCE) -> np.ndarray:
     """int32 `[B, T]`: the index in `CLASSES` of every live action, `NOT_LIVE` (-1) elsewhere.
 
-    `credit` float `[B, T]` (exact `Δ_t`), `value` float `[B, T]` (exact `V(s_t)`, the scale of
-    the threshold), `live` bool `[B, T]`, `success` bool `[B]`.
+    `credit` float `[B, T]` (exact `Δ_t`), `value` float `[B, T]` (exact `V(s_t)`, a success
+    probability: the scale of the relative tolerance), `live` bool `[B, T]`, `success` bool `[B]`.
     """
     credit = np.asarray(credit, np.float64)
     live = np.asarray(live, bool)
@@ -45,9 +69,8 @@ def classify_actions(credit: np.ndarray, value: np.ndarray, live: np.ndarray, su
     if not shapes_ok or success.shape != credit.shape[:1]:
         raise ValueError(f"classify_actions needs credit, value and live [B, T] and success [B], got "
                          f"{credit.shape}, {np.shape(value)}, {live.shape}, {success.shape}")
-    if relative_threshold < 0 or absolute_threshold < 0:
-        raise ValueError("thresholds must be >= 0")
-    epsilon = np.maximum(absolute_threshold, relative_threshold * np.abs(np.asarray(value, np.float64)))
+    epsilon = decorative_tolerance(value, absolute_tolerance=absolute_tolerance,
+                                   relative_tolerance=relative_tolerance)
     harmful = np.where(success[:, None], CLASSES.index("harmful-but-recovered"), CLASSES.index("harmful"))
     classes = np.where(credit > epsilon, CLASSES.index("load-bearing"),
                        np.where(credit < -epsilon, harmful, CLASSES.index("decorative")))

@@ -161,8 +161,8 @@ def _audit_report(path: str) -> str:
              "## Label reliability", "", audit_markdown_summary(audit),
              "![Monte Carlo error against K](plots/mc-error.png)", "",
              "## Action classes (exact credit under the audited policy)", "",
-             f"Threshold: an action is decorative when |Δ| <= max({thresholds['absolute']}, "
-             f"{thresholds['relative']} · V(s)); load-bearing above it, harmful below −ε "
+             f"Tolerance: an action is decorative when |Δ| <= ε = max({thresholds['absolute']}, "
+             f"{thresholds['relative']} · min(V(s), 1 − V(s))); load-bearing above it, harmful below −ε "
              "(harmful-but-recovered when the episode still succeeded).", "",
              format_class_table(audit["classes"]),
              "![Action classes and credit by action type](plots/credit-by-type.png)", "", "## CA-ID card", ""]

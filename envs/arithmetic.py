@@ -217,6 +217,12 @@ class Arithmetic(Environment):
         first = jnp.argmax(accepted)
         return ArithmeticProblem(numbers=numbers[first].astype(jnp.int32), target=targets[first].astype(jnp.int32))
 
+    def problem_identity(self, problem: ArithmeticProblem) -> jax.Array:
+        """int32 `[C + 1]`: the numbers in ascending order, then the target (the order of the
+        numbers does not change the problem)."""
+        return jnp.concatenate([jnp.sort(jnp.asarray(problem.numbers, jnp.int32)),
+                                jnp.asarray(problem.target, jnp.int32)[None]])
+
     def check_problem(self, problem) -> None:
         numbers, target = np.asarray(problem.numbers), np.asarray(problem.target)
         if numbers.shape != (self.count,) or target.shape != ():

@@ -8,6 +8,7 @@ from jaxcredit.credit import (
     branch_action_values,
     branch_state_values,
     exact_advantage,
+    gae_advantage,
     get_estimator,
     mc_advantage,
     outcome_advantage,
@@ -38,6 +39,8 @@ from jaxcredit.solver import (
     optimal_values,
     positions_reached,
     reachable,
+    soft_policy,
+    soft_values,
     uniform_policy,
 )
 from jaxcredit.solver_batch import BatchSolution, solve_batch
@@ -64,6 +67,7 @@ __all__ = [
     "enumeration_env_steps",
     "evaluate_policy",
     "exact_advantage",
+    "gae_advantage",
     "get_estimator",
     "Graph",
     "init_ledger",
@@ -91,6 +95,8 @@ __all__ = [
     "RunLock",
     "save_policy",
     "shard_batch",
+    "soft_policy",
+    "soft_values",
     "solve_batch",
     "solver_action_advantage",
     "solver_advantage",

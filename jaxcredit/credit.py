@@ -36,6 +36,7 @@ from jaxcredit.policy_fn import PolicyFn
 from jaxcredit.rollout import Trajectory, branch_returns
 
 BASELINES = ("grpo", "rloo", "mean")
+ANCHOR_DISCOUNT = 0.95  # GiGPO's step-level discount (Feng et al. 2025)
 
 
 def _on_live(trajectory: Trajectory, advantage: jax.Array) -> jax.Array:
@@ -88,6 +89,36 @@ def outcome_advantage(
     return _on_live(trajectory, advantage.reshape(-1)[:, None])
 
 
+def gae_advantage(trajectory: Trajectory, *, state_values: jax.Array, lam: float, discount: float = 1.0) -> jax.Array:
+    """Generalised advantage estimation (Schulman et al. 2016) from state values. float32 `[B, T]`.
+
+    With `δ_t = r_t + discount V(s_{t+1}) - V(s_t)` on live steps (`V(s_{t+1}) = 0` once the
+    episode has ended; `state_values` float32 `[B, T+1]` as for `mc_advantage`),
+    `A_t = Σ_{k >= 0} (discount lam)^k δ_{t+k}` over the episode's live steps. `lam = 0` is the
+    one-step `r_t + V(s_{t+1}) - V(s_t)`; `lam = 1` (undiscounted) is `G_t - V(s_t)`, the return
+    to go against a learned baseline, unbiased however wrong `V` is.
+    """
+    delta = mc_advantage(trajectory, state_values=state_values)  # δ_t, 0 after the end
+    decay = discount * lam
+
+    def back(later, d):
+        now = d + decay * later
+        return now, now
+
+    _, out = jax.lax.scan(back, jnp.zeros(delta.shape[0]), delta.T, reverse=True)
+    return _on_live(trajectory, out.T)
+
+
+def _taken(trajectory: Trajectory, num_actions: int) -> tuple[jax.Array, jax.Array]:
+    """`(action, accepted)` `[B, T]`: the action clipped into `[0, A)` (safe to gather with) and
+    whether the action taken was in range and legal; otherwise it was refused (used a turn,
+    changed nothing), whatever value an array holds at the clipped index."""
+    action = trajectory.action
+    safe = jnp.clip(action, 0, num_actions - 1)
+    legal = jnp.take_along_axis(trajectory.legal_action_mask, safe[..., None], axis=-1)[..., 0]
+    return safe, legal & (action == safe)
+
+
 def mc_advantage(
     trajectory: Trajectory, *, state_values: jax.Array, action_values: jax.Array | None = None
 ) -> jax.Array:
@@ -98,17 +129,21 @@ def mc_advantage(
     value is taken as 0 whatever is passed. Without `action_values`:
     `A_t = r_t + V̂(s_{t+1}) - V̂(s_t)` (VinePPO), so the continuations from `s_{t+1}` serve as
     `Q̂(s_t, a_t)` samples. With `action_values` float32 `[B, T, A]` (forced first actions,
-    `branch_action_values`): `A_t = Q̂(s_t, a_t) - V̂(s_t)`.
+    `branch_action_values`): `A_t = Q̂(s_t, a_t) - V̂(s_t)`, where an illegal or out-of-range
+    `a_t` (a refusal: one turn used, nothing else changed) has `Q̂ = r_t + V̂(s_{t+1})`, the value
+    of the same position with one turn fewer (0 when that was the last turn).
     """
     num_turns = trajectory.live.shape[1]
     if state_values.shape != trajectory.live.shape[:1] + (num_turns + 1,):
         raise ValueError(f"state_values must have shape [B, T+1] = {(trajectory.live.shape[0], num_turns + 1)}, "
                          f"got {state_values.shape}")
     value_now = jnp.where(trajectory.live, state_values[:, :-1], 0.0)
+    value_next = jnp.where(trajectory.done, 0.0, state_values[:, 1:])
     if action_values is None:
-        value_next = jnp.where(trajectory.done, 0.0, state_values[:, 1:])
         return _on_live(trajectory, trajectory.reward + value_next - value_now)
-    chosen = jnp.take_along_axis(action_values, trajectory.action[..., None], axis=-1)[..., 0]
+    action, accepted = _taken(trajectory, action_values.shape[-1])
+    chosen = jnp.take_along_axis(action_values, action[..., None], axis=-1)[..., 0]
+    chosen = jnp.where(accepted, chosen, trajectory.reward + value_next)
     return _on_live(trajectory, chosen - value_now)
 
 
@@ -123,8 +158,8 @@ def solver_action_advantage(trajectory: Trajectory, values: Any, *, group_size: 
     """float32 `[B, T]`: `Q[tl_t, p_t, a_t] - V[tl_t, p_t]` gathered from solver values.
 
     `values` has `v` `[P, T+1, S]` and `q` `[P, T+1, S, A]` (or one problem's `[T+1, S]`,
-    `[T+1, S, A]`). A refused (illegal) action changes nothing but uses a turn, so its value
-    is `V[tl_t - 1, p_t]` whatever `q` holds there.
+    `[T+1, S, A]`). A refused (illegal or out-of-range) action changes nothing but uses a turn,
+    so its value is `V[tl_t - 1, p_t]` whatever `q` holds there (as `analysis.exact` values it).
     """
     batch = trajectory.live.shape[0]
     v, q = values.v, values.q
@@ -134,9 +169,8 @@ def solver_action_advantage(trajectory: Trajectory, values: Any, *, group_size: 
     rows = jnp.arange(batch)[:, None]
     turns_left = jnp.clip(trajectory.turns_left, 0, v.shape[1] - 1)
     position = trajectory.position
-    action = jnp.clip(trajectory.action, 0, q.shape[-1] - 1)
+    action, legal = _taken(trajectory, q.shape[-1])
     value_now = v[rows, turns_left, position]
-    legal = jnp.take_along_axis(trajectory.legal_action_mask, action[..., None], axis=-1)[..., 0]
     refused_value = v[rows, jnp.maximum(turns_left - 1, 0), position]
     action_value = jnp.where(legal, q[rows, turns_left, position, action], refused_value)
     advantage = jnp.where(jnp.isfinite(action_value) & jnp.isfinite(value_now), action_value - value_now, 0.0)
@@ -189,7 +223,7 @@ def anchor_advantage(
     *,
     group_size: int,
     step_weight: float = 1.0,
-    discount: float = 1.0,
+    discount: float = ANCHOR_DISCOUNT,
     epsilon: float = 1e-6,
 ) -> jax.Array:
     """Anchor-state credit (Feng et al. 2025, GiGPO). float32 `[B, T]`.
@@ -198,7 +232,10 @@ def anchor_advantage(
     the live steps of a group's episodes are grouped by identical position (the anchor state);
     each step's discounted return-to-go `G_t = sum_{k >= t} discount^(k-t) r_k` is normalised
     within its anchor group, `A^S_t = (G_t - mean(G)) / (std(G) + epsilon)` (0 for an anchor
-    group of one step or of equal returns). `A_t = A^E_i + step_weight * A^S_t`.
+    group of one step or of equal returns). `A_t = A^E_i + step_weight * A^S_t`. The discount
+    defaults to the paper's 0.95: with a single reward at the end it is what separates two
+    visits of one position that reach success in different numbers of turns (with 1, a wasted
+    turn earns no step-level penalty).
     """
     episode = outcome_advantage(trajectory, group_size=group_size, baseline="grpo", epsilon=epsilon)
     to_go = _grouped(_returns_to_go(trajectory.reward, discount), group_size)  # [P, G, T]

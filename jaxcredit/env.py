@@ -152,6 +152,14 @@ class Environment(abc.ABC):
         names = tuple(dict.fromkeys(words))
         return names, np.array([names.index(w) for w in words], np.int32)
 
+    def problem_identity(self, problem: Problem) -> jax.Array:
+        """int32 `[K]`: what makes two problems the same problem (`jaxcredit.holdout` hashes it to
+        keep evaluation problems out of training). Default: every leaf of the problem, flattened;
+        an environment whose problems have equivalent forms (e.g. the same numbers in another
+        order) returns a canonical form. Pure and jittable; vmap it for a batch."""
+        leaves = jax.tree_util.tree_leaves(problem)
+        return jnp.concatenate([jnp.ravel(jnp.asarray(x)).astype(jnp.int32) for x in leaves])
+
     # ----- the shared rules ---------------------------------------------------------------
     def _make_state(self, problem, env_state, *, turn, reward, terminated, truncated, rejected):
         done = terminated | truncated

@@ -119,7 +119,7 @@ class PolicyNetwork(nn.Module):
             x = _Block(c, last_token_only=last_layer, name=f"block_{layer}")(x)
         last = nn.LayerNorm(name="final_norm")(x[..., -1, :])
         logits = nn.Dense(s.num_actions, kernel_init=nn.initializers.zeros, name="action_head")(last)
-        value = nn.Dense(1, name="value_head")(last)[..., 0]
+        value = nn.Dense(1, kernel_init=nn.initializers.zeros, name="value_head")(last)[..., 0]
         return logits, value
 
 

@@ -4,7 +4,8 @@
 contract and steps every action there with the environment's own `step` (no second copy of the
 dynamics), giving a transition table. Backward induction over the turns left then gives exact
 `V[t, s]` and `Q[t, s, a]` for any policy given as action probabilities at every position
-(optionally different at every turn), the optimal values, and reachability of success. Every
+(optionally different at every turn), the optimal values, the soft-optimal values of a Boltzmann
+policy with a temperature, and reachability of success. Every
 function here is pure with fixed shapes: jit it, and `jax.vmap` it over problems;
 `jaxcredit.solver_batch.solve_batch` does both in chunks for many problems.
 
@@ -33,7 +34,12 @@ from flax import struct
 from jaxcredit.env import Environment
 from jaxcredit.policy_fn import PolicyFn, action_probabilities
 
-POLICIES = ("uniform", "optimal")
+POLICIES = ("uniform", "optimal", "soft")
+# The soft backup's default temperature, in units of success probability (values lie in [0, 1]).
+# On default MAD it makes the Boltzmann policy good but imperfect (start value 0.31, against 1 for
+# the optimal policy and 0.01 for the uniform one), so its credit is informative on most steps; at
+# 0.1 it is practically the hard max (V_τ = 0.999 at the start). See the README.
+DEFAULT_TEMPERATURE = 0.3
 
 
 @struct.dataclass
@@ -199,6 +205,38 @@ def _optimal_v(graph: Graph, *, horizon: int) -> jax.Array:
     return _induct(turn, graph, None, horizon=horizon)
 
 
+def _boltzmann(q: jax.Array, legal: jax.Array, temperature: float) -> jax.Array:
+    """float32 `[..., S, A]`: `softmax(q / temperature)` over the legal actions, 0 elsewhere.
+
+    A row without a legal action gets all zeros (its value is handled by the caller)."""
+    logits = jnp.where(legal, q / temperature, -jnp.inf)
+    top = jnp.max(logits, axis=-1, keepdims=True)
+    weight = jnp.where(legal, jnp.exp(logits - jnp.where(jnp.isfinite(top), top, 0.0)), 0.0)
+    return weight / jnp.maximum(jnp.sum(weight, axis=-1, keepdims=True), 1e-30)
+
+
+def _check_temperature(temperature):
+    """A Python number must be finite and > 0 (else `ValueError`); an array (e.g. traced, so one
+    compiled function serves every temperature) is passed through unchecked."""
+    if isinstance(temperature, (jax.Array, np.ndarray)):
+        return temperature
+    ok = isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
+    if not ok or not temperature > 0 or not np.isfinite(temperature):
+        raise ValueError(f"temperature must be a finite number > 0, got {temperature!r}")
+    return float(temperature)
+
+
+def _soft_v(graph: Graph, *, horizon: int, temperature: float) -> jax.Array:
+    """float32 `[T + 1, S]`: `V_τ` (see `soft_values`)."""
+    any_legal = graph.legal.any(axis=-1)
+
+    def turn(q, v_prev, _):
+        v = jnp.sum(_boltzmann(q, graph.legal, temperature) * q, axis=-1)
+        return jnp.where(any_legal, v, v_prev)
+
+    return _induct(turn, graph, None, horizon=horizon)
+
+
 def evaluate_policy(graph: Graph, policy_probs: jax.Array, *, horizon: int) -> Values:
     """Exact values of a policy by backward induction over `horizon` turns left.
 
@@ -219,6 +257,36 @@ def optimal_values(graph: Graph, *, horizon: int) -> Values:
     """
     v = _optimal_v(graph, horizon=_check_horizon(horizon))
     return Values(v=v, q=_all_q(graph, v))
+
+
+def soft_values(graph: Graph, *, horizon: int, temperature: float = DEFAULT_TEMPERATURE) -> Values:
+    """Soft-optimal values `V_τ`, `Q_τ` over `horizon` turns left: the Boltzmann backup.
+
+    At every turn the policy is Boltzmann in its own action values,
+    `π_τ[t](a | s) = exp(Q_τ[t, s, a] / τ) / Σ_b exp(Q_τ[t, s, b] / τ)` over the legal actions
+    `a, b` of `s`, and `V_τ[t, s] = Σ_a π_τ[t](a | s) Q_τ[t, s, a]`, with
+    `Q_τ[t, s, a] = reward[s, a] + (1 - terminal[s, a]) V_τ[t - 1, next_position[s, a]]`
+    (`V_τ[0] = 0`; a position with no legal action keeps `V_τ[t - 1, s]`, as in
+    `optimal_values`). `V_τ` is the exact value of the policy `soft_policy` returns, so values
+    stay success probabilities in `[0, 1]`; `τ -> 0` gives `V*` (the max), `τ -> ∞` the uniform
+    policy's values. `temperature` τ > 0 is in units of success probability: an action whose Q is
+    `τ` lower is `e` times less likely (a Python number, checked, or a float32 `[]` array, e.g.
+    traced). Returns `Values` with `v [T + 1, S]`, `q [T + 1, S, A]`.
+    """
+    temperature = _check_temperature(temperature)
+    v = _soft_v(graph, horizon=_check_horizon(horizon), temperature=temperature)
+    return Values(v=v, q=_all_q(graph, v))
+
+
+def soft_policy(graph: Graph, values: Values, *, temperature: float = DEFAULT_TEMPERATURE) -> jax.Array:
+    """float32 `[T + 1, S, A]`: the Boltzmann policy `softmax(values.q / τ)` over legal actions.
+
+    With `values = soft_values(graph, temperature=τ)`, `evaluate_policy(graph, soft_policy(...))`
+    gives back the same values. Rows without a legal action (and row 0) put equal mass on every
+    action, which is a refusal there.
+    """
+    probs = _boltzmann(values.q, graph.legal, _check_temperature(temperature))
+    return jnp.where(graph.legal.any(axis=-1, keepdims=True), probs, 1.0 / graph.legal.shape[-1])
 
 
 def greedy_policy(graph: Graph, values: Values) -> jax.Array:
@@ -318,20 +386,26 @@ def network_policy_probs(env: Environment, problem: Any, graph: Graph, policy_fn
     return action_probabilities(policy_fn(params, observations, legal), legal)
 
 
-@functools.partial(jax.jit, static_argnames=("env", "policy", "horizon"))
-def solve(env: Environment, problem: Any, *, policy: str = "uniform", horizon: int | None = None) -> Values:
-    """Build `problem`'s graph and return its exact values under `policy` ('uniform' or 'optimal').
+@functools.partial(jax.jit, static_argnames=("env", "policy", "horizon", "temperature"))
+def solve(env: Environment, problem: Any, *, policy: str = "uniform", horizon: int | None = None,
+          temperature: float = DEFAULT_TEMPERATURE) -> Values:
+    """Build `problem`'s graph and return its exact values under `policy` ('uniform', 'optimal'
+    or 'soft', the latter with `temperature`; see `solve_graph`).
 
-    `horizon` defaults to `env.max_turns`. Jitted (`env`, `policy`, `horizon` static).
+    `horizon` defaults to `env.max_turns`. Jitted (`env`, `policy`, `horizon`, `temperature` static).
     """
     horizon = env.max_turns if horizon is None else horizon
-    return solve_graph(build_graph(env, problem), policy=policy, horizon=horizon)
+    return solve_graph(build_graph(env, problem), policy=policy, horizon=horizon, temperature=temperature)
 
 
-def solve_graph(graph: Graph, *, policy: str, horizon: int) -> Values:
-    """Exact values of an already built graph under `policy` ('uniform' or 'optimal')."""
+def solve_graph(graph: Graph, *, policy: str, horizon: int, temperature: float = DEFAULT_TEMPERATURE) -> Values:
+    """Exact values of an already built graph under `policy`: 'uniform' (`evaluate_policy` of
+    `uniform_policy`), 'optimal' (`optimal_values`, the hard max) or 'soft' (`soft_values` with
+    `temperature`; ignored by the others)."""
     if policy == "uniform":
         return evaluate_policy(graph, uniform_policy(graph), horizon=horizon)
     if policy == "optimal":
         return optimal_values(graph, horizon=horizon)
+    if policy == "soft":
+        return soft_values(graph, horizon=horizon, temperature=temperature)
     raise ValueError(f"unknown policy {policy!r}; choices: {', '.join(POLICIES)}")

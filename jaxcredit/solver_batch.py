@@ -30,8 +30,9 @@ import numpy as np
 from flax import struct
 
 from jaxcredit.env import Environment
-from jaxcredit.solver import POLICIES, _check_horizon, build_graph, evaluate_policy, start_position, uniform_policy
+from jaxcredit.solver import _check_horizon, build_graph, evaluate_policy, start_position, uniform_policy
 
+BATCH_POLICIES = ("uniform", "optimal")  # solve_batch keeps the start values of these two
 BUCKETS = 8  # rows are padded to multiples of ceil(S / BUCKETS), moves to ceil(S * A / (8 * BUCKETS))
 
 
@@ -251,8 +252,8 @@ def solve_batch(env: Environment, problems: Any, *, policy: str = "uniform", chu
     the module docstring), then built and solved by two jitted calls. Returns a `BatchSolution`
     with leading axis `[B]`, in the order of `problems`.
     """
-    if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; choices: {', '.join(POLICIES)}")
+    if policy not in BATCH_POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; choices: {', '.join(BATCH_POLICIES)}")
     if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
     horizon = _check_horizon(env.max_turns if horizon is None else horizon)

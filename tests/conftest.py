@@ -37,7 +37,7 @@ def small_mad():
 def mad_policy(mad):
     """`(params, policy_fn, value_fn)` of the default ~100k-parameter network on default MAD.
 
-    The action head is perturbed so the policy is not exactly uniform.
+    The action and value heads are perturbed so the policy is not exactly uniform and values differ.
     """
     import jax
 
@@ -47,6 +47,8 @@ def mad_policy(mad):
     params = init_fn(jax.random.key(0))
     head = params["params"]["action_head"]
     head["kernel"] = 0.5 * jax.random.normal(jax.random.key(1), head["kernel"].shape)
+    value_head = params["params"]["value_head"]  # zero-initialised too: perturb it so values differ
+    value_head["kernel"] = 0.5 * jax.random.normal(jax.random.key(2), value_head["kernel"].shape)
     return params, policy_fn, value_fn
 
 
@@ -56,3 +58,55 @@ def mad_init_batch(mad):
     import jax
 
     return jax.jit(jax.vmap(mad.init))
+
+
+# ----- the trainer on a tiny task (train branch): one compiled iteration per arm, shared -----
+
+TINY_MAD = {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 5}
+TINY_TRAIN = {"env": "mad", "env_overrides": TINY_MAD, "d_model": 32, "num_layers": 1, "num_heads": 2,
+              "mlp_dim": 64, "problems_per_iteration": 8, "attempts_per_problem": 4, "learning_rate": 3e-3,
+              "eval_problems": 64, "num_seeds": 2, "num_evals": 2, "budget": 256,
+              "holdout_fraction": 0.0}  # 18 tapes: too few to hold out
+
+
+@pytest.fixture(scope="session")
+def tiny_arm():
+    """`tiny_arm(**fields) -> (trainer, iterate)`: the trainer of `TINY_TRAIN` updated with
+    `fields` and its jitted `iterate`, built and compiled once per distinct `fields` per session."""
+    import jax
+
+    from jaxcredit.train import config_from_dict, make_train
+
+    cache = {}
+
+    def get(**fields):
+        key = tuple(sorted((k, repr(v)) for k, v in fields.items()))
+        if key not in cache:
+            trainer = make_train(config_from_dict({**TINY_TRAIN, **fields}))
+            cache[key] = (trainer, jax.jit(trainer.iterate))
+        return cache[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def tiny_greedy_success(tiny_arm):
+    """`success(params) -> float32 []`: greedy success on the tiny task's evaluation problems,
+    compiled once (every arm of `TINY_TRAIN` has the same network and evaluation set)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcredit.rollout import rollout
+    from jaxcredit.train.evaluation import greedy
+
+    trainer, _ = tiny_arm()
+    env, problems = trainer.env, trainer.eval_sets["default"]
+
+    @jax.jit
+    def success(params):
+        starts = jax.vmap(env.init_problem)(problems)
+        episodes, _ = rollout(env, greedy(trainer.policy_fn), params, starts, jax.random.key(0),
+                              num_turns=env.max_turns)
+        return jnp.mean(episodes.episode_return > 0)
+
+    return success

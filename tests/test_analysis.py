@@ -271,3 +271,24 @@ def test_audit_of_a_checkpoint_matches_exact_values(small_mad, tmp_path, capsys)
     assert audit["policy"].endswith("seed-0") and audit["env_config"] == env_config
     last = audit["mc_error"][-1]  # the exact values are those of the network the continuations play
     assert last["k"] == 256 and last["rmse_q"] < 1.5 * last["bernoulli_rmse_q"]
+
+
+def test_decorative_tolerance_is_symmetric_and_catches_small_costs_near_certainty():
+    from jaxcredit.analysis.classes import decorative_tolerance
+
+    # V = 0.999 and an action that costs 0.5 points: harmful (the old V-scaled threshold, 0.00999,
+    # called it decorative); the mirror case at V = 0.001 gaining 0.5 points is load-bearing.
+    value = np.array([[0.999, 0.001, 0.5, 0.5, 1.0, 0.0]])
+    credit = np.array([[-0.005, 0.005, 0.004, -0.006, 0.0, 0.0]])
+    classes = classify_actions(credit, value, np.ones((1, 6), bool), np.array([False]))
+    assert [CLASSES[c] for c in classes[0]] == ["harmful", "load-bearing", "decorative", "harmful",
+                                                "decorative", "decorative"]
+    np.testing.assert_allclose(decorative_tolerance(value)[0], [1e-5, 1e-5, 0.005, 0.005, 1e-6, 1e-6])
+    assert decorative_tolerance(0.3) == pytest.approx(decorative_tolerance(0.7))  # success and failure alike
+    # purely absolute: relative_tolerance = 0
+    absolute = classify_actions(credit, value, np.ones((1, 6), bool), np.array([True]),
+                                absolute_tolerance=0.0045, relative_tolerance=0.0)
+    assert [CLASSES[c] for c in absolute[0]] == ["harmful-but-recovered", "load-bearing", "decorative",
+                                                 "harmful-but-recovered", "decorative", "decorative"]
+    with pytest.raises(ValueError, match="tolerances must be >= 0"):
+        classify_actions(credit, value, np.ones((1, 6), bool), np.array([True]), relative_tolerance=-1)

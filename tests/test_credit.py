@@ -228,3 +228,75 @@ def test_mc_q_variant_matches_exact_q(tiny_task):
     certain = legal & ((q_exact == 0) | (q_exact == 1))
     np.testing.assert_array_equal(np.asarray(action_values)[certain], q_exact[certain])
     np.testing.assert_array_equal(np.asarray(action_values)[~legal], 0.0)
+
+
+def test_anchor_discount_hand_computed(small_mad):
+    tape = np.array([0, -1, -1, -1], np.int32)
+    submit = 8
+    quick = [0, submit]  # positions 0, {0}: success in 2 turns
+    slow = [submit, 0, submit]  # a wasted (wrong) submit first: positions 0, 0, {0}: success in 3
+    group = replay_episodes(small_mad, [tape, tape], [quick, slow])
+    # Both succeed, so the episode level is 0. Anchor position 0 holds G = γ (quick, step 0),
+    # γ² and γ (slow, steps 0 and 1): normalised, +1/√2, -√2, +1/√2 for any γ < 1. Position {0}
+    # holds two G = 1: 0. With γ = 1 every G is 1 and the wasted submit is not penalised.
+    paper = np.asarray(anchor_advantage(group, group_size=2))  # the default: GiGPO's 0.95
+    np.testing.assert_allclose(paper[0, :2], [1 / np.sqrt(2), 0], atol=1e-4)
+    np.testing.assert_allclose(paper[1, :3], [-np.sqrt(2), 1 / np.sqrt(2), 0], atol=1e-4)
+    undiscounted = np.asarray(anchor_advantage(group, group_size=2, discount=1.0))
+    np.testing.assert_array_equal(undiscounted, 0.0)
+    # by hand at γ = 0.95: G = 0.95, 0.9025, 0.95; mean 0.934167, std 0.022392 (ddof 0)
+    g = np.array([0.95, 0.9025, 0.95])
+    np.testing.assert_allclose(paper[[0, 1, 1], [0, 0, 1]], (g - g.mean()) / (g.std() + 1e-6), rtol=1e-4)
+
+
+def test_out_of_range_actions_are_refusals_for_every_estimator(mad, repaired_values):
+    """A text-protocol refusal is played as an out-of-range action: it uses a turn and changes
+    nothing, so every estimator values it as V of the same position with one turn fewer."""
+    from jaxcredit.analysis.exact import exact_credit
+
+    values, optimal = repaired_values
+    # step 0 out of range (99), step 1 illegal (unselect an unselected cell), step 2 negative, then a win
+    actions = [99, 9, -1, 1, 4, SUBMIT]
+    group = replay_episodes(mad, [REPAIRED_TAPE, REPAIRED_TAPE], [actions, actions])
+    assert np.asarray(group.states.rejected)[0, 1:4].all() and np.asarray(group.live)[0, :6].all()
+    tl, p = np.asarray(group.turns_left[0, :3]), np.asarray(group.position[0, :3])
+    refusal = np.asarray(values.v)[tl - 1, p] - np.asarray(values.v)[tl, p]  # V[tl-1, 0] - V[tl, 0] < 0
+    assert (refusal < 0).all()
+    exact = np.asarray(exact_advantage(group, values=values))
+    np.testing.assert_allclose(exact[0, :3], refusal, rtol=1e-6)
+    # the analysis' exact credit agrees everywhere
+    from jaxcredit.analysis.exact import exact_step_values
+
+    np.testing.assert_allclose(exact, exact_credit(group, exact_step_values(mad, group, reference="uniform")),
+                               atol=1e-6)
+    hard = np.asarray(solver_advantage(group, values=optimal))
+    np.testing.assert_array_equal(hard[0, :3], 0.0)  # V* = 1 with turns to spare: wasting one costs nothing
+    # Monte Carlo Q̂ variant: the refusal's Q̂ is V̂ of the next state (same position, one turn fewer)
+    state_values = jnp.asarray(np.linspace(0.1, 0.9, 7)[None].repeat(2, 0), jnp.float32)
+    action_values = jnp.full((2, 6, mad.num_actions), 0.5)
+    mc_q = np.asarray(mc_advantage(group, state_values=state_values, action_values=action_values))
+    assert np.isfinite(mc_q).all()
+    sv = np.asarray(state_values)
+    np.testing.assert_allclose(mc_q[0, :3], sv[0, 1:4] - sv[0, :3], rtol=1e-6)
+    np.testing.assert_allclose(mc_q[0, 3:6], 0.5 - sv[0, 3:6], rtol=1e-5)  # legal: Q̂ of the action
+    np.testing.assert_allclose(mc_q[0, :3], np.asarray(mc_advantage(group, state_values=state_values))[0, :3],
+                               rtol=1e-6)  # the same as the TD form there
+
+
+def test_gae_hand_computed_and_its_two_ends(repaired_group):
+    """λ = 0 is the one-step `r + V(s') - V(s)`; λ = 1 is `G_t - V(s_t)` whatever V is; between,
+    by hand on the won episode (reward 1 at step 5 of 6)."""
+    from jaxcredit.credit import gae_advantage
+
+    values = jnp.asarray(np.stack([np.linspace(0.1, 0.7, 13), np.full(13, 0.3)]), jnp.float32)
+    live = np.asarray(repaired_group.live)
+    np.testing.assert_allclose(gae_advantage(repaired_group, state_values=values, lam=0.0),
+                               mc_advantage(repaired_group, state_values=values), atol=1e-6)
+    to_go = np.where(live, np.asarray(repaired_group.episode_return)[:, None], 0.0)  # one reward, at the end
+    full = np.asarray(gae_advantage(repaired_group, state_values=values, lam=1.0))
+    np.testing.assert_allclose(full, np.where(live, to_go - np.asarray(values)[:, :-1], 0.0), atol=1e-6)
+    # λ = 0.5 on the won episode: δ_t = V(t+1) - V(t) = 0.05 for t < 5, δ_5 = 1 - V(5) = 0.65
+    half = np.asarray(gae_advantage(repaired_group, state_values=values, lam=0.5))[0, :6]
+    delta = np.array([0.05] * 5 + [0.65])
+    expected = [sum(0.5 ** (k - t) * delta[k] for k in range(t, 6)) for t in range(6)]
+    np.testing.assert_allclose(half, expected, rtol=1e-5)

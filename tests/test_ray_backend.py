@@ -19,7 +19,7 @@ SPEC = SweepSpec(
     name="ray-test", description="two tiny cells",
     base={"env": "mad", "env_overrides": TINY_MAD, "d_model": 16, "num_layers": 1, "num_heads": 2, "mlp_dim": 32,
           "problems_per_iteration": 4, "attempts_per_problem": 4, "learning_rate": 3e-3, "eval_problems": 32,
-          "num_seeds": 2, "num_evals": 2, "credit": "outcome"},
+          "num_seeds": 2, "num_evals": 2, "credit": "outcome", "holdout_fraction": 0.0},
     arms={"outcome": {}}, budgets={"attempts": 96, "fixed-steps": 400},
 )
 TARGETS = {"x": [150, 260], "y": [220, 180]}  # as if two label arms had spent these per seed

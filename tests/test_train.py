@@ -19,7 +19,8 @@ from jaxcredit.train.rundir import read_jsonl
 TINY_MAD = {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 5}
 TINY = {"env": "mad", "env_overrides": TINY_MAD, "d_model": 32, "num_layers": 1, "num_heads": 2, "mlp_dim": 64,
         "problems_per_iteration": 8, "attempts_per_problem": 4, "learning_rate": 3e-3, "eval_problems": 64,
-        "num_seeds": 2, "num_evals": 2, "budget": 256}
+        "num_seeds": 2, "num_evals": 2, "budget": 256,
+        "holdout_fraction": 0.0}  # 18 tapes: too few to hold out
 
 
 def tiny(**fields):
@@ -182,15 +183,14 @@ def test_solve_with_a_trained_policy_checkpoint(tmp_path, capsys):
     {"credit": "critic", "critic_label_states": 8, "critic_continuations": 2},
     {"credit": "mc", "mc_variant": "q", "mc_continuations": 2},
 ], ids=lambda f: "-".join(str(v) for v in f.values()))
-def test_every_arm_takes_a_finite_step_and_charges_its_ledger(fields):
+def test_every_arm_takes_a_finite_step_and_charges_its_ledger(fields, tiny_arm):
     import jax
     import jax.numpy as jnp
 
-    from jaxcredit.train import make_train
-
-    trainer = make_train(tiny(**fields))
+    trainer, iterate = tiny_arm(**fields)  # TINY's compiled iteration, shared with tests/test_learning.py
+    assert trainer.config == tiny(**fields)
     state = trainer.init(jnp.int32(0))
-    after = jax.jit(trainer.iterate)(state)
+    after = iterate(state)
     ledger = after.ledger
     assert int(ledger.main_episodes) == 32
     changed = jax.tree_util.tree_map(lambda a, b: bool(jnp.any(a != b)), state.params, after.params)

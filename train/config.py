@@ -17,7 +17,8 @@ from jaxcredit.validation import INT32_MAX, require_float, require_int
 CREDITS = ("outcome", "mc", "exact", "solver", "anchor", "critic")
 OUTCOME_BASELINES = ("grpo", "rloo", "mean")
 MC_VARIANTS = ("td", "q")
-SOLVER_POLICIES = ("uniform", "optimal")
+SOLVER_POLICIES = ("uniform", "optimal", "soft")
+LOSS_NORMALISATIONS = ("step", "sequence")
 BUDGET_COUNTERS = ("main_episodes", "total_env_steps")
 MAX_BUDGET = 2**31 - 1  # the ledger's int32 counters
 
@@ -34,17 +35,21 @@ class TrainConfig:
     mc_continuations: int = 4
     solver_policy: str = "uniform"
     solver_weight: float = 1.0
+    solver_temperature: float = 0.3  # of solver_policy="soft" (solver.DEFAULT_TEMPERATURE), in success probability
     solver_add_outcome: bool = False
     anchor_weight: float = 1.0
+    anchor_discount: float = 0.95  # GiGPO's step-level discount (the paper's value)
     critic_label_states: int = 32
     critic_continuations: int = 4
     critic_coef: float = 1.0
+    critic_lambda: float = 0.95  # GAE λ of the critic arm's advantage (PPO's; 0: one-step TD)
     problems_per_iteration: int = 16
     attempts_per_problem: int = 4
     learning_rate: float = 1e-3
     ppo_epochs: int = 1
     clip_epsilon: float = 0.0
     entropy_coef: float = 0.0
+    loss_normalisation: str = "step"  # "step": mean over all live steps; "sequence": per episode, then over episodes
     max_grad_norm: float = 1.0
     d_model: int = 64
     num_layers: int = 2
@@ -54,6 +59,9 @@ class TrainConfig:
     budget: int = 20_000
     num_evals: int = 10
     eval_problems: int = 256
+    validation_problems: int = 128  # held-out problems the `best` checkpoint is chosen on
+    holdout_fraction: float = 0.2  # share of the problem space kept out of training (half validation, half
+    # evaluation); 0: no split (spaces too small to hold out; evaluation then overlaps training)
     eval_seed: int = 12_345
     eval_families: tuple[str, ...] = ()
     num_seeds: int = 2
@@ -79,9 +87,10 @@ class TrainConfig:
         choice("mc_variant", MC_VARIANTS)
         choice("solver_policy", SOLVER_POLICIES)
         choice("budget_counter", BUDGET_COUNTERS)
+        choice("loss_normalisation", LOSS_NORMALISATIONS)
         for field in ("mc_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
                       "ppo_epochs", "d_model", "num_layers", "num_heads", "mlp_dim", "num_evals",
-                      "eval_problems", "num_seeds", "shard_devices"):
+                      "eval_problems", "validation_problems", "num_seeds", "shard_devices"):
             integer(field, 1)
         integer("attempts_per_problem", 2 if self.outcome_baseline == "rloo" else 1)
         integer("budget", 1, MAX_BUDGET)
@@ -93,6 +102,12 @@ class TrainConfig:
             number(field)
         if not isinstance(self.solver_add_outcome, bool):
             raise ValueError(f"config.solver_add_outcome must be true or false, got {self.solver_add_outcome!r}")
+        require_float("config.anchor_discount", self.anchor_discount, 0.0, 1.0)
+        require_float("config.critic_lambda", self.critic_lambda, 0.0, 1.0)
+        if require_float("config.holdout_fraction", self.holdout_fraction, 0.0, 1.0) >= 1.0:
+            raise ValueError(f"config.holdout_fraction must be in [0, 1), got {self.holdout_fraction!r}")
+        if require_float("config.solver_temperature", self.solver_temperature, 0.0) <= 0.0:
+            raise ValueError(f"config.solver_temperature must be a finite number > 0, got {self.solver_temperature!r}")
         if self.d_model % self.num_heads:
             raise ValueError(f"config.d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.budget < self.num_evals:

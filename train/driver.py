@@ -367,9 +367,12 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
             if _is_writer():
                 write_jsonl_atomic(run.metrics_path, rows)
             success = float(np.mean([r["success_greedy"] for r in new_rows]))
-            if success > best:
-                best = success
-                run.save_checkpoint("best", j, state.params, {"eval_index": j, "success_greedy": success})
+            # `best` is chosen on the held-out validation set, never on the evaluation set it is scored on
+            chosen_on = float(np.mean([r["validation_success_greedy"] for r in new_rows]))
+            if chosen_on > best:
+                best = chosen_on
+                run.save_checkpoint("best", j, state.params, {"eval_index": j, "validation_success_greedy": chosen_on,
+                                                              "success_greedy": success})
             run.save_checkpoint("latest", j, state, {"eval_index": j, "best_success": best})
             done = int(np.min(_to_host(budget_count(state.ledger, config.budget_counter))))
             bar.update(done, success, int(np.max(_to_host(state.iteration))))

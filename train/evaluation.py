@@ -1,10 +1,18 @@
-"""Evaluation on fixed problem sets: success (greedy and sampled), length, refusals, action types.
+"""Evaluation on fixed, held-out problem sets: success (greedy and sampled), length, refusals,
+action types; and greedy success on a held-out validation set (what the `best` checkpoint is
+chosen on, so the evaluation set never picks a model).
 
-The evaluation sets are fixed by `config.eval_seed`: MAD draws `eval_problems` tapes from that
-seed; arithmetic uses the named families' `problems(family, n, seed)` (default: `default`).
-Every arm and every seed is evaluated on the same problems.
+Every problem space is split by a hash of the problem (`jaxcredit.holdout`): training draws only
+from the training part, the evaluation sets only from the evaluation part, the validation set
+only from the validation part (`config.holdout_fraction` is held out, half for each). The sets are
+fixed by `config.eval_seed`: MAD keeps the first `eval_problems` (`validation_problems`) tapes of
+the seeded stream that fall in the evaluation (validation) part; arithmetic does the same with
+the named families' `problems(family, n, seed)` (default: `default`) for evaluation and the
+training family's for validation. Every arm and every seed is evaluated on the same problems.
+`holdout_fraction = 0` turns the split off (for problem spaces too small to hold out, e.g. the
+tests' 18-tape MAD): the sets are then drawn from the whole space and overlap training.
 
-Shape letters: E evaluation problems, T turns, A actions.
+Shape letters: E evaluation problems, V validation problems, T turns, A actions.
 """
 
 from __future__ import annotations
@@ -17,23 +25,56 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcredit.env import Environment
+from jaxcredit.holdout import EVALUATION, VALIDATION, first_in_split
 from jaxcredit.policy_fn import PolicyFn
 from jaxcredit.rollout import rollout
 
 EvalSets = dict  # family name -> problem pytree with leaves [E, ...]
 
 
-def evaluation_sets(env: Environment, config) -> EvalSets:
-    """The fixed evaluation problems of `config` (host side, once per run)."""
-    n, seed = config.eval_problems, config.eval_seed
+def _stream(env: Environment, config, family: str | None, *, seed: int):
+    """`draw(m)`: the first m problems of the seeded stream a held-out set is filtered from."""
     if env.name == "arithmetic":
         from jaxcredit.envs import problems
 
+        return lambda m: problems(family or env.family, m, seed, count=env.count)
+    key = jax.random.key(seed)
+    sample = jax.jit(jax.vmap(lambda i: env.sample_problem(jax.random.fold_in(key, i))))
+    return lambda m: sample(jnp.arange(m))
+
+
+def _whole_space(env: Environment, family: str | None, n: int, seed: int):
+    """`holdout_fraction = 0`: n problems of the whole space (they overlap the training stream)."""
+    if env.name == "arithmetic":
+        from jaxcredit.envs import problems
+
+        return problems(family or env.family, n, seed, count=env.count)
+    return jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(seed), n))
+
+
+def _held_out(env: Environment, config, family: str | None, n: int, split: int, *, seed: int):
+    if config.holdout_fraction == 0:
+        return _whole_space(env, family, n, seed)
+    return first_in_split(env, _stream(env, config, family, seed=seed), n, split,
+                          holdout_fraction=config.holdout_fraction)
+
+
+def evaluation_sets(env: Environment, config) -> EvalSets:
+    """The fixed, held-out evaluation problems of `config` (host side, once per run)."""
+    n, seed = config.eval_problems, config.eval_seed
+    if env.name == "arithmetic":
         families = config.eval_families or ("default",)
-        return {family: problems(family, n, seed, count=env.count) for family in families}
+        return {family: _held_out(env, config, family, n, EVALUATION, seed=seed) for family in families}
     if config.eval_families and tuple(config.eval_families) != ("default",):
         raise ValueError(f"config.eval_families: environment {env.name!r} has only the 'default' family")
-    return {"default": jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(seed), n))}
+    return {"default": _held_out(env, config, None, n, EVALUATION, seed=seed)}
+
+
+def validation_set(env: Environment, config) -> Any:
+    """The fixed, held-out validation problems of `config` (leaves `[V, ...]`; host side): the
+    training distribution's problems (arithmetic: the environment's own family) in the validation
+    part. Drawn from the stream of `eval_seed + 1`, so even without a holdout it is another set."""
+    return _held_out(env, config, None, config.validation_problems, VALIDATION, seed=config.eval_seed + 1)
 
 
 @functools.cache  # one greedy function per policy, so jit caches hit
@@ -47,13 +88,14 @@ def greedy(policy_fn: PolicyFn) -> PolicyFn:
     return greedy_fn
 
 
-def make_evaluate(env: Environment, policy_fn: PolicyFn, eval_sets: EvalSets, *, seed: int):
+def make_evaluate(env: Environment, policy_fn: PolicyFn, eval_sets: EvalSets, *, seed: int, validation: Any = None):
     """`evaluate(params) -> dict` of float32 scalars, pure and jittable.
 
     Keys per family F (suffix `/F` only when there are several families, plus the mean over
     families without suffix): `success_greedy`, `success_sampled`, `episode_length` (sampled,
     turns), `refusal_rate` (refused steps / live steps, sampled), `action_rate/<type>` (share of
-    live sampled steps choosing each action type).
+    live sampled steps choosing each action type). With `validation` problems (leaves `[V, ...]`),
+    also `validation_success_greedy`.
     """
     names, type_of_action = env.action_types()
     type_one_hot = jnp.asarray(np.eye(len(names), dtype=np.float32)[type_of_action])  # [A, types]
@@ -78,15 +120,23 @@ def make_evaluate(env: Environment, policy_fn: PolicyFn, eval_sets: EvalSets, *,
             out[f"action_rate/{name}"] = chosen_types[..., i].sum() / num_live
         return {k: jnp.asarray(v, jnp.float32) for k, v in out.items()}
 
+    def greedy_success(params: Any, problems) -> jax.Array:
+        starts = jax.vmap(env.init_problem)(problems)
+        best, _ = rollout(env, greedy(policy_fn), params, starts, key, num_turns=env.max_turns)
+        return jnp.mean(best.episode_return > 0).astype(jnp.float32)
+
     def evaluate(params: Any) -> dict:
         per_family = {family: one_family(params, problems) for family, problems in eval_sets.items()}
         if len(per_family) == 1:
-            return next(iter(per_family.values()))
-        out = {}
-        for family, metrics in per_family.items():
-            out.update({f"{k}/{family}": v for k, v in metrics.items()})
-        for k in next(iter(per_family.values())):
-            out[k] = jnp.mean(jnp.stack([m[k] for m in per_family.values()]))
+            out = dict(next(iter(per_family.values())))
+        else:
+            out = {}
+            for family, metrics in per_family.items():
+                out.update({f"{k}/{family}": v for k, v in metrics.items()})
+            for k in next(iter(per_family.values())):
+                out[k] = jnp.mean(jnp.stack([m[k] for m in per_family.values()]))
+        if validation is not None:
+            out["validation_success_greedy"] = greedy_success(params, validation)
         return out
 
     return evaluate

@@ -9,7 +9,9 @@ checked after every iteration, so runs compared at equal cost end within one ite
 
 Paired arms: the seed alone fixes the initial parameters (`fold_in(key, 0)`) and the stream of
 training problems (`fold_in(key, 1)`, then the iteration), so two arms with the same seed start
-from the same network and see the same problems in the same order.
+from the same network and see the same problems in the same order. Training problems come only
+from the training part of the problem space (`jaxcredit.holdout`); evaluation and validation
+problems only from theirs.
 
 Shape letters: N seeds, P problems, G attempts per problem, B = P * G episodes, T turns,
 A actions, L observation length, E evaluation problems, M critic label states.
@@ -30,18 +32,20 @@ from jaxcredit.credit import (
     anchor_advantage,
     branch_action_values,
     branch_state_values,
+    gae_advantage,
     mc_advantage,
     outcome_advantage,
     solver_advantage,
 )
 from jaxcredit.env import Environment
+from jaxcredit.holdout import TRAIN, sample_in_split
 from jaxcredit.ledger import MAX_COUNT, Counts, Ledger, init_ledger, record
 from jaxcredit.policy import PolicyConfig, make_policy
 from jaxcredit.policy_fn import action_probabilities, log_probabilities
 from jaxcredit.rollout import Trajectory, branch_returns, rollout
 from jaxcredit.sharding import batch_sharding, constrain_batch
 from jaxcredit.train.config import TrainConfig
-from jaxcredit.train.evaluation import EvalSets, evaluation_sets, make_evaluate
+from jaxcredit.train.evaluation import EvalSets, evaluation_sets, make_evaluate, validation_set
 
 
 @struct.dataclass
@@ -70,6 +74,7 @@ class Trainer:
     env: Environment
     policy_config: PolicyConfig
     eval_sets: EvalSets
+    validation_set: Any = None  # held-out problems, leaves [V, ...]: `validation_success_greedy`
 
     # ----- construction helpers -----
     @property
@@ -112,10 +117,18 @@ class Trainer:
         return [jax.random.fold_in(jax.random.fold_in(key, stream), state.iteration) for stream in (1, 2, 3)]
 
     def sample_episodes(self, state: TrainState):
-        """The iteration's problems `[P]` and their `G` starting states each, `[B]` (problem-major)."""
+        """The iteration's problems `[P]` and their `G` starting states each, `[B]` (problem-major).
+
+        Problems are drawn from the training part of the problem space only (`holdout.sample_in_split`)."""
         c = self.config
         problem_key, _, _ = self._keys(state)
-        problems = jax.vmap(self.env.sample_problem)(jax.random.split(problem_key, c.problems_per_iteration))
+
+        def draw(key):
+            if c.holdout_fraction == 0:  # no split: the whole space
+                return self.env.sample_problem(key)
+            return sample_in_split(self.env, key, TRAIN, holdout_fraction=c.holdout_fraction)
+
+        problems = jax.vmap(draw)(jax.random.split(problem_key, c.problems_per_iteration))
         repeated = jax.tree_util.tree_map(lambda x: jnp.repeat(x, c.attempts_per_problem, axis=0), problems)
         return problems, jax.vmap(self.env.init_problem)(repeated)
 
@@ -165,8 +178,9 @@ class Trainer:
         return no_limit, threshold
 
     def evaluate(self, params: Any) -> dict:
-        """Metrics of `params` on the fixed evaluation sets (see `train.evaluation`)."""
-        return make_evaluate(self.env, self.policy_fn, self.eval_sets, seed=self.config.eval_seed)(params)
+        """Metrics of `params` on the fixed evaluation sets and the validation set (see `train.evaluation`)."""
+        return make_evaluate(self.env, self.policy_fn, self.eval_sets, seed=self.config.eval_seed,
+                             validation=self.validation_set)(params)
 
     def train(self, seed: jax.Array):
         """The whole run of one seed: `(final state, metrics)` with metrics stacked `[num_evals + 1]`
@@ -195,7 +209,8 @@ class Trainer:
         if c.credit == "outcome":
             return outcome_advantage(trajectory, group_size=G, baseline=c.outcome_baseline), None, ledger
         if c.credit == "anchor":
-            return anchor_advantage(trajectory, group_size=G, step_weight=c.anchor_weight), None, ledger
+            return (anchor_advantage(trajectory, group_size=G, step_weight=c.anchor_weight,
+                                     discount=c.anchor_discount), None, ledger)
         if c.credit == "mc":
             if c.mc_variant == "td":
                 values, counts = branch_state_values(env, self.policy_fn, params, trajectory, key,
@@ -226,7 +241,8 @@ class Trainer:
                 evals = jnp.sum(graphs.valid, dtype=jnp.int32) * turns
                 ledger = record(ledger, Counts(graph_steps, evals, jnp.zeros((), jnp.int32)), account="label")
                 return solver_advantage(trajectory, values=values, group_size=G), None, ledger
-            values = jax.vmap(lambda g: solver.solve_graph(g, policy=c.solver_policy, horizon=horizon))(graphs)
+            values = jax.vmap(lambda g: solver.solve_graph(g, policy=c.solver_policy, horizon=horizon,
+                                                           temperature=c.solver_temperature))(graphs)
             ledger = record(ledger, Counts(graph_steps, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
                             account="label")
             outcome = c.outcome_baseline if c.solver_add_outcome else None
@@ -236,7 +252,7 @@ class Trainer:
         # critic: a learned V(s) gives r_t + V(s_{t+1}) - V(s_t); its Monte Carlo training labels
         # for M states drawn from this iteration's live steps are charged to the critic account.
         values = jax.lax.stop_gradient(self._critic_values(params, trajectory))
-        advantage = mc_advantage(trajectory, state_values=values)
+        advantage = gae_advantage(trajectory, state_values=values, lam=c.critic_lambda)
         critic_batch, counts = self._critic_labels(params, trajectory, key)
         return advantage, critic_batch, record(ledger, counts, account="critic")
 
@@ -261,7 +277,18 @@ class Trainer:
     # ----- loss -----
     def loss(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch) -> jax.Array:
         """Policy-gradient loss over live steps (PPO-clipped when `clip_epsilon > 0`), minus the
-        entropy bonus, plus the critic's squared error when training a critic."""
+        entropy bonus, plus the critic's squared error when training a critic.
+
+        With `x_t = ratio_t A_t + entropy_coef H_t` on the live steps (`ratio_t` clipped as PPO
+        when `clip_epsilon > 0`), `loss_normalisation` averages them as `step` (the default):
+        `-Σ_{i,t} x_{i,t} / (number of live steps)`, every action weighs the same; or `sequence`
+        (GRPO, Shao et al. 2024): `-mean_i (Σ_t x_{i,t} / T_i)` over episodes with `T_i >= 1`
+        live steps, every episode weighs the same. `step` is the default because the arms
+        compared here give each action its own credit: under `sequence` an action of a long
+        (failing, repairing) episode weighs `1 / T_i` of one in a short episode, which scales
+        action-level credit by episode length (the length bias DAPO, Yu et al. 2025, removes the
+        same way); it is also what earlier runs used.
+        """
         c = self.config
         mask = trajectory.legal_action_mask
         log_probs = log_probabilities(self.policy_fn(params, trajectory.observation, mask), mask)
@@ -271,9 +298,14 @@ class Trainer:
         if c.clip_epsilon > 0:
             surrogate = jnp.minimum(surrogate, jnp.clip(ratio, 1 - c.clip_epsilon, 1 + c.clip_epsilon) * advantage)
         live = trajectory.live
-        num_live = jnp.maximum(live.sum(), 1)
         entropy = -jnp.sum(jnp.where(mask, jnp.exp(log_probs) * log_probs, 0.0), axis=-1)
-        loss = -jnp.sum(jnp.where(live, surrogate + c.entropy_coef * entropy, 0.0)) / num_live
+        per_step = jnp.where(live, surrogate + c.entropy_coef * entropy, 0.0)  # [B, T]
+        if c.loss_normalisation == "sequence":
+            steps = live.sum(axis=1)
+            per_episode = per_step.sum(axis=1) / jnp.maximum(steps, 1)
+            loss = -jnp.sum(per_episode) / jnp.maximum(jnp.sum(steps > 0), 1)
+        else:
+            loss = -jnp.sum(per_step) / jnp.maximum(live.sum(), 1)
         if critic_batch is not None:
             observation, legal, target, valid = critic_batch
             error = jnp.where(valid, self.value_fn(params, observation, legal) - target, 0.0)
@@ -302,4 +334,5 @@ def make_train(config: TrainConfig) -> Trainer:
                          f"actions per problem: too large for an exact arm; use a smaller environment")
     if config.shard_devices > 1:
         batch_sharding(config.shard_devices)  # raises ValueError when there are fewer devices
-    return Trainer(config=config, env=env, policy_config=policy_config, eval_sets=evaluation_sets(env, config))
+    return Trainer(config=config, env=env, policy_config=policy_config, eval_sets=evaluation_sets(env, config),
+                   validation_set=validation_set(env, config))

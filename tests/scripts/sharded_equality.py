@@ -22,7 +22,8 @@ from jaxcredit.train.driver import compiled_programs
 TINY = {"env": "mad", "env_overrides": {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2,
                                         "max_turns": 5},
         "d_model": 32, "num_layers": 1, "num_heads": 2, "mlp_dim": 64, "problems_per_iteration": 8,
-        "attempts_per_problem": 4, "learning_rate": 3e-3, "eval_problems": 32, "num_seeds": 1, "num_evals": 1}
+        "attempts_per_problem": 4, "learning_rate": 3e-3, "eval_problems": 32, "num_seeds": 1, "num_evals": 1,
+        "holdout_fraction": 0.0}
 
 
 def main():
