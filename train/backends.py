@@ -161,7 +161,8 @@ def _run_cell(cell: Cell, board):
 def cell_progress(cell: Cell) -> str:
     """`"attempts/mc 40% (eval 2/5, success 0.31)"`: a running cell's budget fraction (the slowest
     seed's) and its last evaluation, from its `metrics.jsonl`; `"<label> starting"` before the first."""
-    rows = read_jsonl(os.path.join(cell.out, "metrics.jsonl"))
+    path = os.path.join(cell.out, "metrics.jsonl")
+    rows = read_jsonl(path) if os.path.exists(path) else []  # written atomically after each evaluation
     if not rows:
         return f"{cell.label} starting"
     last = max(row["eval_index"] for row in rows)
