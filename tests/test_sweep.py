@@ -19,7 +19,7 @@ from jaxcredit.train.rundir import read_jsonl
 TINY_MAD = {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 5}
 TINY = {"env": "mad", "env_overrides": TINY_MAD, "d_model": 32, "num_layers": 1, "num_heads": 2, "mlp_dim": 64,
         "problems_per_iteration": 8, "attempts_per_problem": 4, "learning_rate": 3e-3, "eval_problems": 64,
-        "num_seeds": 2, "num_evals": 2, "budget": 256, "mc_continuations": 2}
+        "num_seeds": 2, "num_evals": 2, "budget": 256, "mc_continuations": 2, "holdout_fraction": 0.0}
 SPEC = SweepSpec(name="tiny", description="outcome vs mc, three regimes", base=TINY,
                  arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc"}},
                  budgets={"attempts": 96, "fixed-steps": 600})
