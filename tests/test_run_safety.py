@@ -31,7 +31,7 @@ TINY = {"env": "mad", "env_overrides": TINY_MAD, "d_model": 32, "num_layers": 1,
         "problems_per_iteration": 8, "attempts_per_problem": 4, "learning_rate": 3e-3, "eval_problems": 64,
         "num_seeds": 2, "num_evals": 1, "budget": 64, "holdout_fraction": 0.0}
 SWEEP = SweepSpec(name="crash-test", description="two tiny cells", base=TINY,
-                  arms={"outcome": {}, "longer": {"num_evals": 2}}, budgets={"attempts": 64})
+                  arms={"outcome": {}, "longer": {"num_evals": 2}}, budgets={"attempts": 64}, regimes=("attempts",))
 CONFIG = config_from_dict(TINY)
 
 
