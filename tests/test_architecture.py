@@ -134,3 +134,32 @@ def test_the_link_checker_catches_a_broken_anchor(tmp_path):
 def test_readme_mentions_nothing_outside_the_repository():
     text = (ROOT / "README.md").read_text()
     assert "shared folder" not in text and "../shared" not in text
+
+
+def test_docs_mention_nothing_outside_the_repository():
+    for page in _markdown_files()[1:]:
+        text = page.read_text()
+        assert "shared folder" not in text and "../shared" not in text, page
+
+
+# ----- the README: a newcomer's few screens, with a link to every docs page ----------------------
+README_MAX_LINES = 250
+
+
+def test_readme_is_short_and_links_every_docs_page():
+    readme = ROOT / "README.md"
+    assert len(readme.read_text().splitlines()) < README_MAX_LINES
+    linked = {(readme.parent / link.partition("#")[0]).resolve() for link in _links(readme)}
+    unlinked = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs").rglob("*.md")) if p.resolve() not in linked]
+    assert not unlinked, f"docs pages the README does not link: {unlinked}"
+
+
+def test_readme_opens_with_the_two_setup_commands():
+    """.ci/run runs the second non-empty line of the README's first code block: keep it the test command."""
+    text = (ROOT / "README.md").read_text()
+    block = re.search(r"^```bash\n(.*?)^```", text, flags=re.S | re.M).group(1)
+    assert text.index("```bash") == text.index("```")
+    commands = [line for line in block.splitlines() if line.strip()]
+    assert len(commands) == 2
+    assert commands[0].startswith("pip install -e . && jaxcredit sweep --preset quick")
+    assert commands[1] == 'pip install -e ".[test]" && python -m pytest'
