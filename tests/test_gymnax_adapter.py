@@ -1,7 +1,7 @@
 """The gymnax adapter: spaces and encodings, auto-reset against a hand loop over the jaxcredit env
 (fresh draws and the reset pool), the mask in the observation, both step forms, refusals, the
 distribution of restarted problems with and without the pool, and why rejax needs the five-value
-step. (An unmodified rejax PPO learning default MAD with the adapter's defaults is the README's
+step. (An unmodified rejax PPO learning default MAD with the adapter's defaults is docs/environments.md's
 example, run by tests/test_readme_examples.py.)"""
 
 import jax
@@ -229,7 +229,7 @@ def test_arithmetic_pool_marginals_match_fresh_draws():
 
 
 def test_rejax_wrapping_the_adapter_fails_with_recursion_error():
-    """What the README's warning says: rejax deep-copies its config, and gymnax's wrappers
+    """What docs/environments.md's warning says: rejax deep-copies its config, and gymnax's wrappers
     forward the copy's missing `_env` to themselves (fixed by `five_value_step=True`, no wrapper)."""
     rejax = pytest.importorskip("rejax")
     from gymnax.wrappers.compat import LegacyStepAPIWrapper

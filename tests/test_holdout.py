@@ -82,7 +82,7 @@ def test_training_never_sees_an_evaluation_or_validation_problem():
     for problems, split in ((held.eval_sets["default"], EVALUATION), (held.validation_set, VALIDATION)):
         np.testing.assert_array_equal(split_of_batch(env, problems, holdout_fraction=0.2), split)
     # Before the split (holdout_fraction 0, the old streams) every one of the 74 distinct evaluation
-    # tapes was among these 1,504 training problems (README, "Held-out evaluation").
+    # tapes was among these 1,504 training problems (docs/training.md, "Held-out evaluation").
 
 
 def test_a_space_too_small_to_hold_out_is_a_clear_error():

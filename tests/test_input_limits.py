@@ -205,7 +205,7 @@ def test_text_protocol_parser_is_linear_time(arithmetic, mad):
         protocol, state = protocols["arithmetic"]
         seconds = _parse_seconds(protocol, state, shape(large))
         assert seconds / _parse_seconds(protocol, state, shape(small)) < 30, name  # linear ~10, quadratic ~100
-        assert seconds < 0.25, name  # 1 MB (10 MB: about 40 ms on the 2-core CPU, README)
+        assert seconds < 0.25, name  # 1 MB (10 MB: about 40 ms on the 2-core CPU, docs/environments.md)
     protocol, state = protocols["mad"]
     ratio = (_parse_seconds(protocol, state, "select" + " " * large + "3")
              / _parse_seconds(protocol, state, "select" + " " * small + "3"))
