@@ -41,8 +41,8 @@ def fixtures(tmp_path_factory):
     (where / "afile").write_text("not a directory\n")
     env = make("mad", length=3, num_tokens=2, min_useful=1, max_useful=2, max_turns=5)
     config = PolicyConfig(d_model=16, num_layers=1, num_heads=2, mlp_dim=32)
-    params = make_policy(config, env)[0](jax.random.key(0))
-    env_config = {k: v for k, v in vars(env).items() if k != "name"}
+    params = make_policy(config, env).init_fn(jax.random.key(0))
+    env_config = env.config()
     edits = {"sizes": lambda i: i["env_config"].update(num_tokens=3),  # the network's vocabulary is 7, the env's 9
              "length": lambda i: i["env_config"].update(length=4),  # the network reads 4 tokens, the env 5
              "actions": lambda i: i["task_sizes"].update(num_actions=0),
