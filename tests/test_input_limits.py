@@ -78,13 +78,13 @@ CASES = [
     # (6) integers past int32, impossible sizes, bad structures, unwritable outputs, edited checkpoints
     (["play", "mad", "--tape", "t99999999999 _ _ _ _ _ _ _"], "token ids are t00..t11"),
     (["solve", "mad", "--tape", "t2147483648 _ _"], "token ids are t00..t11"),
-    (["solve", "arithmetic", "--numbers", "1", "2", "--target", "99999999999"], "--target must be in [0, 2147483647]"),
+    (["solve", "arithmetic", "--numbers", "1", "2", "--target", "99999999999"], "--target: must be in [0, 2147483647]"),
     (["solve", "arithmetic", "--numbers", "1", "2", "--target", "2147483647"], "arithmetic.target must be in [0, 81]"),
     (["play", "arithmetic", "--numbers", "1", "2", "3", "4", "--target", "99999999999"], "--target: must be in [0, "),
     (["play", "arithmetic", "--numbers", "99999999999", "2", "3", "4", "--target", "5"], "--numbers: must be in"),
     (["play", "mad", "--turns", "2147483647"], "mad.max_turns must be in [1, 1024]"),
     (["play", "arithmetic", "--turns", "2147483648"], "arithmetic.max_turns must be in [4, 1024]"),
-    (["solve", "mad", "--tape", TAPE, "--turns", "2147483647"], "--turns must be in [0, 1024]"),
+    (["solve", "mad", "--tape", TAPE, "--turns", "2147483647"], "argument --turns: must be in [0, 1024]"),
     (["play", "mad", "--seed", "99999999999"], "--seed: must be in [0, 2147483647]"),
     (["play", "mad", "--seed", "-1"], "--seed: must be in [0, 2147483647]"),
     (["audit", "--policy", "uniform", "--seed", "2147483648"], "--seed: must be in [0, 2147483647]"),
@@ -111,8 +111,8 @@ CASES = [
     (["play", "mad", "--tape", "t\u0660\u0661 _ _ _ _ _ _ _"], "unknown tape cell"),
     (["solve", "mad", "--tape", "t\u0660\u0661 _ _"], "unknown tape cell"),
     (["play", "mad", "--seed", "\u0663"], "ASCII digits"),
-    (["solve", "arithmetic", "--numbers", "\u0663", "4", "--target", "7"], "--numbers must be an integer written in"),
-    (["solve", "mad", "--tape", TAPE, "--turns", "\uff13"], "--turns must be an integer written in ASCII digits"),
+    (["solve", "arithmetic", "--numbers", "\u0663", "4", "--target", "7"], "--numbers: must be an integer written in"),
+    (["solve", "mad", "--tape", TAPE, "--turns", "\uff13"], "--turns: must be an integer written in ASCII"),
     (["train", "--out", OUT, "--set", "seed=\u0663"], "config.seed must be an integer"),
 ]
 
