@@ -25,7 +25,7 @@ from jaxcredit.analysis.compare import (
     learning_curve,
     paired_comparison,
 )
-from jaxcredit.analysis.exact import REFERENCES, exact_credit, exact_step_values
+from jaxcredit.analysis.exact import REFERENCE_POLICIES, exact_credit, exact_step_values
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
 from jaxcredit.analysis.report import audit_markdown_summary, markdown_links, write_audit, write_report
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
@@ -35,7 +35,7 @@ __all__ = [
     "CAIDCard",
     "CLASSES",
     "MEASURES",
-    "REFERENCES",
+    "REFERENCE_POLICIES",
     "RELATIVE_TOLERANCE",
     "audit_markdown_summary",
     "card_for_audit",

@@ -200,7 +200,7 @@ def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array
     seconds["total"] = sum(seconds.values())
     return {
         "env": env.name,
-        "env_config": {k: v for k, v in vars(env).items() if k != "name"},
+        "env_config": env.config(),
         "num_states": num_states,
         "num_continuations": num_continuations,
         "halves": [half, half],

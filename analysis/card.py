@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from jaxcredit.rundir_io import REGIME_BUDGET_COUNTERS, RENAMED_REGIMES
 from jaxcredit.stats import INTERVAL_METHOD, interval_description
 
 FIELDS = ("unit_and_estimand", "effective_state", "intervention_provenance", "downstream_protocol",
@@ -127,7 +128,8 @@ def _regime_budget(regime: str, budgets: dict) -> str:
     if regime == "matched":
         return ("matched: the arms without label work get each label arm's total env steps at the end of its "
                 "attempts run, seed by seed")
-    unit = "main attempts" if regime == "attempts" else "total env steps"
+    counter = REGIME_BUDGET_COUNTERS.get(RENAMED_REGIMES.get(regime, regime), "total_env_steps")
+    unit = "main attempts" if counter == "main_episodes" else "total env steps"
     amount = budgets.get(regime)
     return f"{regime}: {amount:,} {unit}" if isinstance(amount, int) else f"{regime}: {unit}"
 

@@ -19,9 +19,9 @@ from jaxcredit.comparison import (
     comparison_pairs,
     format_paired_table,
     label_arms,
-    matched_cell,
     paired_table,
 )
+from jaxcredit.rundir_io import matched_cell
 from jaxcredit.stats import INTERVAL_METHOD, paired_t, t_interval
 
 

@@ -24,7 +24,7 @@ from jaxcredit.policy_fn import PolicyFn, uniform_policy_fn
 from jaxcredit.rollout import Trajectory
 from jaxcredit.solver import build_graph, evaluate_policy, network_policy_probs, solve_graph
 
-REFERENCES = ("policy", "uniform", "optimal")
+REFERENCE_POLICIES = ("policy", "uniform", "optimal")
 
 
 @functools.partial(jax.jit, static_argnames=("env", "policy_fn", "reference"))
@@ -59,8 +59,8 @@ def exact_step_values(env: Environment, trajectory: Trajectory, *, reference: st
     float32 `[B, T, A]` (`Q(s_t, a)`, a refusal's value on illegal actions) and `refused`
     float32 `[B, T]` (the value of a refused action, `V` with one turn fewer).
     """
-    if reference not in REFERENCES:
-        raise ValueError(f"unknown reference policy {reference!r}; choices: {', '.join(REFERENCES)}")
+    if reference not in REFERENCE_POLICIES:
+        raise ValueError(f"unknown reference policy {reference!r}; choices: {', '.join(REFERENCE_POLICIES)}")
     batch = trajectory.live.shape[0]
     problems = jax.tree_util.tree_map(lambda x: x[:, 0], trajectory.states.problem)
     chunk = min(chunk_problems(env), batch)

@@ -15,15 +15,8 @@ from jaxcredit.analysis.card import card_for_audit, card_for_config, cards_for_s
 from jaxcredit.analysis.classes import format_class_table
 from jaxcredit.analysis.compare import compare_sweep, format_comparison_table, learning_curve
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
-from jaxcredit.analysis.rundirs import (
-    REGIME_MEANING,
-    kind_of,
-    read_json,
-    read_jsonl,
-    seed_measures,
-    sweep_cells,
-)
-from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, write_text_atomic
+from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
+from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, regime_meaning, write_text_atomic
 from jaxcredit.stats import interval_description, t_interval
 
 CURVE_AXES = {"steps": "total_env_steps", "attempts": "main_episodes"}  # plot file suffix -> x axis
@@ -86,7 +79,7 @@ def _sweep_report(path: str) -> str:
         if regime == "matched":  # the label arms' side of the matched comparisons: their attempts runs
             label_runs = {name.split("/to-")[-1] for name in runs}
             runs = {**{arm: run for arm, run in cells.get("attempts", {}).items() if arm in label_runs}, **runs}
-        lines += [f"### Regime: {regime} ({REGIME_MEANING.get(regime, regime)})", ""]
+        lines += [f"### Regime: {regime} ({regime_meaning(regime)})", ""]
         lines += _curve_plots(path, runs, prefix=f"{regime}-", title=f"{regime} regime")
     lines += ["## CA-ID cards", ""] + _write_cards(path, cards_for_sweep(spec))
     return _finish(path, "\n".join(lines))

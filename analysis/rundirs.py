@@ -4,50 +4,19 @@ A run directory has `config.json`, `metrics.jsonl` (one row per evaluation and s
 ledger counter), `summary.json` (when finished) and `policies/seed-i/`. A sweep directory has
 `sweep_spec.json`, `sweep.json`, `table.md` and one run directory per cell, `<regime>/<arm>/`;
 the matched regime's cells are views `matched/<arm>/to-<label arm>/` of one shared run
-(`jaxcredit.comparison.matched_cell`). An audit directory has `audit.json`.
+(`jaxcredit.rundir_io.matched_cell`). An audit directory has `audit.json`. The format's reading
+functions, regimes and per-seed measures are `jaxcredit.rundir_io`'s.
 """
 
 from __future__ import annotations
 
-import json
 import os
 
-from jaxcredit.comparison import (
-    REGIME_MEANINGS,
-    arm_credits,
-    label_arms,
-    label_free_arms,
-    matched_cell,
-)
-from jaxcredit.comparison import seed_measures as seed_measures
+from jaxcredit.comparison import arm_credits, label_arms, label_free_arms
+from jaxcredit.rundir_io import matched_cell, read_json, read_jsonl
+from jaxcredit.rundir_io import seed_measures as seed_measures
 
-REGIME_MEANING = REGIME_MEANINGS
-
-
-def read_json(path: str):
-    """The JSON value in `path`; a missing file raises `FileNotFoundError` naming it."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no {os.path.basename(path)} in {os.path.dirname(path) or '.'}")
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON ({error.msg} at line {error.lineno})") from None
-
-
-def read_jsonl(path: str) -> list[dict]:
-    """The rows of a JSON-lines file (blank lines skipped); a missing file raises `FileNotFoundError`."""
-    if not os.path.exists(path):
-        raise FileNotFoundError(f"no {os.path.basename(path)} in {os.path.dirname(path) or '.'}")
-    rows = []
-    with open(path) as f:
-        for number, line in enumerate(f, start=1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError:
-                    raise ValueError(f"{path} line {number} is not valid JSON") from None
-    return rows
+__all__ = ["kind_of", "read_json", "read_jsonl", "seed_measures", "sweep_cells", "sweep_credits", "sweep_regimes"]
 
 
 def kind_of(path: str) -> str:

@@ -72,10 +72,6 @@ ENV_BENCHES: tuple[EnvBench, ...] = (
 )
 
 
-def _config(env: Environment) -> dict:
-    return {f.name: getattr(env, f.name) for f in dataclasses.fields(env) if f.name != "name"}
-
-
 # ----- the random legal action, once per side ---------------------------------------------------
 def random_legal_action_jax(observation: jax.Array, legal_action_mask: jax.Array, u: jax.Array) -> jax.Array:
     """int32 `[B]`: the k-th legal action (from 0), `k = floor(u * num_legal)`.
@@ -209,8 +205,8 @@ def bench_env(spec: EnvBench, size: int, *, repeats: int) -> dict:
 
     jax_problems, jax_uniforms = jax.device_put((problems, uniforms))
     rollout = jax_rollout(env)
-    numpy_env = spec.numpy_cls(**_config(env))
-    reference = spec.reference_cls(**_config(env))
+    numpy_env = spec.numpy_cls(**env.config())
+    reference = spec.reference_cls(**env.config())
     episode_problems = [jax.tree_util.tree_map(lambda x, i=i: x[i], problems) for i in range(sample)]
     episode_uniforms = uniforms[:, :sample].T.tolist()
     timed = time_interleaved({

@@ -109,11 +109,11 @@ def _arithmetic_case(quick: bool):
 
     if "arithmetic" not in ENVIRONMENTS:
         return None
-    from jaxcredit.envs.problems import FAMILIES, problems
+    from jaxcredit.envs.problems import FAMILIES, problem_set
 
     env = make("arithmetic")
     per_family = (64 if quick else 1000) // len(FAMILIES)
-    sets = [problems(name, per_family, seed=0, count=env.count) for name in FAMILIES]
+    sets = [problem_set(name, per_family, seed=0, count=env.count) for name in FAMILIES]
     batch = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *sets)
     return env, make_reference(env), batch, {"chunk_size": 32, "python_problems": 1 if quick else 3}
 

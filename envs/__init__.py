@@ -1,6 +1,6 @@
 """jaxcredit environments: MAD selective copy, interactive arithmetic, their references, problem
-families, text protocols, `make()` by name or versioned id, and adapters in gymnax's and
-jumanji's shapes (`make_gymnax`, `make_jumanji`)."""
+families, problems and actions written by hand (`parse_problem`), text protocols, `make()` by name
+or versioned id, and adapters in gymnax's and jumanji's shapes (`make_gymnax`, `make_jumanji`)."""
 
 from jaxcredit.envs.arithmetic import Arithmetic, ArithmeticState
 from jaxcredit.envs.arithmetic_reference import ArithmeticReference
@@ -8,11 +8,17 @@ from jaxcredit.envs.encodings import ENCODINGS
 from jaxcredit.envs.jumanji_adapter import JumanjiAdapter
 from jaxcredit.envs.mad import BLANK, MadSelectiveCopy
 from jaxcredit.envs.mad_reference import MadReference
-from jaxcredit.envs.problems import FAMILIES, ArithmeticProblem, Family, problems, solve
+from jaxcredit.envs.problem_text import (
+    PROBLEM_ENVIRONMENTS,
+    action_by_name,
+    parse_problem,
+    replay_action_names,
+)
+from jaxcredit.envs.problems import FAMILIES, ArithmeticProblem, Family, find_solution, problem_set
 from jaxcredit.envs.registry import (
     ENVIRONMENT_IDS,
     ENVIRONMENTS,
-    REFERENCES,
+    REFERENCE_IMPLEMENTATIONS,
     make,
     make_gymnax,
     make_jumanji,
@@ -20,7 +26,8 @@ from jaxcredit.envs.registry import (
 )
 
 __all__ = [
-    "BLANK", "ENCODINGS", "ENVIRONMENT_IDS", "ENVIRONMENTS", "FAMILIES", "REFERENCES", "Arithmetic",
-    "ArithmeticProblem", "ArithmeticReference", "ArithmeticState", "Family", "JumanjiAdapter", "MadReference",
-    "MadSelectiveCopy", "make", "make_gymnax", "make_jumanji", "make_reference", "problems", "solve",
+    "BLANK", "ENCODINGS", "ENVIRONMENT_IDS", "ENVIRONMENTS", "FAMILIES", "PROBLEM_ENVIRONMENTS",
+    "REFERENCE_IMPLEMENTATIONS", "Arithmetic", "ArithmeticProblem", "ArithmeticReference", "ArithmeticState",
+    "Family", "JumanjiAdapter", "MadReference", "MadSelectiveCopy", "action_by_name", "find_solution", "make",
+    "make_gymnax", "make_jumanji", "make_reference", "parse_problem", "problem_set", "replay_action_names",
 ]

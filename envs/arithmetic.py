@@ -36,14 +36,16 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxcredit.env import MAX_TURNS, Environment, State, require_in_range, tree_select
+from jaxcredit.env import MAX_TURNS, Environment, State, tree_select
 from jaxcredit.envs.problems import FAMILIES, OPS, ArithmeticProblem, apply_op, get_family
+from jaxcredit.validation import require_int
 
 BLANK, TARGET, LIVE, DEAD, ACT, TURNS_LEFT = 10, 11, 12, 13, 14, 15
 MAX_COUNT = 5
@@ -93,18 +95,18 @@ class Arithmetic(Environment):
     include_turns_left: bool = False
     family: str = "default"
     max_number: int | None = None  # None: the family's largest number
-    name: str = "arithmetic"
+    name: ClassVar[str] = "arithmetic"
 
     def __post_init__(self):
         owner = "arithmetic"
         spec = get_family(self.family)
-        require_in_range(owner, "count", self.count, 2, MAX_COUNT)
-        require_in_range(owner, "max_turns", self.max_turns, self.count, MAX_TURNS)  # C-1 combinations + FINAL
+        require_int(f"{owner}.count", self.count, 2, MAX_COUNT)
+        require_int(f"{owner}.max_turns", self.max_turns, self.count, MAX_TURNS)  # C-1 combinations + FINAL
         for field in ("require_all_used", "include_turns_left"):
             if not isinstance(getattr(self, field), bool):
                 raise ValueError(f"{owner}.{field} must be True or False, got {getattr(self, field)!r}")
         if self.max_number is not None:
-            require_in_range(owner, "max_number", self.max_number, spec.number_high)
+            require_int(f"{owner}.max_number", self.max_number, spec.number_high)
         if self.value_bound > MAX_VALUE:
             raise ValueError(f"{owner}: values can reach max(2, max_number)**count = {self.value_bound}, "
                              f"{len(str(self.value_bound))} digits; observations hold at most {len(str(MAX_VALUE))} "
@@ -239,11 +241,11 @@ class Arithmetic(Environment):
 
     def make_problem(self, numbers, target) -> ArithmeticProblem:
         """Host: a validated problem from Python ints; raises `ValueError`."""
-        numbers = [require_in_range("arithmetic", "numbers", x, 0, self.number_limit)
+        numbers = [require_int("arithmetic.numbers", x, 0, self.number_limit)
                    for x in np.asarray(numbers, object).reshape(-1)]  # before any int32 cast
         if len(numbers) != self.count:
             raise ValueError(f"arithmetic needs exactly {self.count} numbers (count), got {len(numbers)}")
-        target = require_in_range("arithmetic", "target", np.asarray(target, object).reshape(())[()], 0,
+        target = require_int("arithmetic.target", np.asarray(target, object).reshape(())[()], 0,
                                   self.value_bound)
         problem = ArithmeticProblem(numbers=np.asarray(numbers, np.int32), target=np.asarray(target, np.int32))
         self.check_problem(problem)

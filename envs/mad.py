@@ -19,12 +19,14 @@ Positions: the selection bitmask, index `sum_i selected[i] * 2**i`, S = 2**lengt
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcredit.env import MAX_TURNS, Environment, State, require_in_range
+from jaxcredit.env import MAX_TURNS, Environment, State
+from jaxcredit.validation import require_int
 
 BLANK = -1
 MAX_LENGTH = 16  # positions are 2**length bitmasks; the exact solver enumerates them all
@@ -40,15 +42,15 @@ class MadSelectiveCopy(Environment):
     min_useful: int = 1
     max_useful: int = 4
     max_turns: int = 12
-    name: str = "mad"
+    name: ClassVar[str] = "mad"
 
     def __post_init__(self):
         owner = "mad"
-        require_in_range(owner, "length", self.length, 1, MAX_LENGTH)
-        require_in_range(owner, "num_tokens", self.num_tokens, 1, MAX_TOKENS)
-        require_in_range(owner, "min_useful", self.min_useful, 0, self.length)
-        require_in_range(owner, "max_useful", self.max_useful, self.min_useful, self.length)
-        require_in_range(owner, "max_turns", self.max_turns, 1, MAX_TURNS)
+        require_int(f"{owner}.length", self.length, 1, MAX_LENGTH)
+        require_int(f"{owner}.num_tokens", self.num_tokens, 1, MAX_TOKENS)
+        require_int(f"{owner}.min_useful", self.min_useful, 0, self.length)
+        require_int(f"{owner}.max_useful", self.max_useful, self.min_useful, self.length)
+        require_int(f"{owner}.max_turns", self.max_turns, 1, MAX_TURNS)
 
     # ----- sizes -----
     @property

@@ -6,10 +6,11 @@ way, so every problem is solvable by construction: draw the numbers, play a unif
 legal combination path until one number is left, and take that number as the target; keep the
 problem only when the family's test accepts the target (otherwise draw again).
 
-`problems(family, n, seed)` is the host-side (NumPy) generator of the fixed evaluation sets:
+`problem_set(family, n, seed)` is the host-side (NumPy) generator of the fixed evaluation sets:
 the same call returns the same set every time. `Arithmetic.sample_problem` is the jittable
-generator used for training streams (same families, a JAX random stream). `solve` is an exact
-depth-first search used to prove solvability in tests.
+generator used for training streams (same families, a JAX random stream). `find_solution` is a
+plain-Python depth-first search for a winning sequence of combinations, used to prove
+solvability in tests (the exact values of positions are `jaxcredit.solver.solve`'s).
 
 Shape letters: N problems, C numbers per problem (`count`).
 """
@@ -21,6 +22,8 @@ import zlib
 
 import numpy as np
 from flax import struct
+
+from jaxcredit.validation import require_int
 
 OPS = ("+", "-", "*", "/")
 INT32_LIMIT = 2**31 - 1
@@ -89,7 +92,7 @@ def apply_op(a: int, op: int, b: int) -> int | None:
     return a // b if b != 0 and a % b == 0 else None
 
 
-def solve(numbers, target: int, *, require_all_used: bool = True,
+def find_solution(numbers, target: int, *, require_all_used: bool = True,
           ops: tuple[int, ...] = (0, 1, 2, 3)) -> list[tuple[int, int, int]] | None:
     """Host: exact depth-first search. Returns a list of slot combinations `(i, op, j)` (result
     into slot i, slot j dies) after which a FINAL of the target is correct, or None when the
@@ -139,15 +142,13 @@ def _random_target(rng: np.random.Generator, numbers: list[int]) -> int:
     return next(v for v in slots if v is not None)
 
 
-def problems(family: str, n: int, seed: int, *, count: int = 4) -> ArithmeticProblem:
+def problem_set(family: str, n: int, seed: int, *, count: int = 4) -> ArithmeticProblem:
     """Host: the evaluation set `(family, n, seed)`: `ArithmeticProblem` with numbers int32
     `[N, C]` and target int32 `[N]`. Deterministic: the same arguments give the same set, and
     the first `n` problems of a larger set with the same seed are the same problems."""
     spec = get_family(family)
-    if not isinstance(n, int) or n < 0:
-        raise ValueError(f"problems: n must be a non-negative integer, got {n!r}")
-    if not isinstance(count, int) or not 2 <= count <= 5:
-        raise ValueError(f"problems: count must be in [2, 5], got {count!r}")
+    n = require_int("problem_set: n", n, 0)
+    count = require_int("problem_set: count", count, 2, 5)
     rng = np.random.default_rng([int(seed) & 0xFFFFFFFF, zlib.crc32(family.encode()), count])
     numbers = np.zeros((n, count), np.int32)
     targets = np.zeros((n,), np.int32)

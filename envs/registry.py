@@ -19,7 +19,8 @@ from jaxcredit.envs.mad_reference import MadReference
 
 ENVIRONMENTS: dict[str, type[Environment]] = {"mad": MadSelectiveCopy, "arithmetic": Arithmetic}
 ENVIRONMENT_IDS: dict[str, str] = {"MAD-v0": "mad", "Arithmetic-v0": "arithmetic"}
-REFERENCES: dict[str, type] = {"mad": MadReference, "arithmetic": ArithmeticReference}
+# the plain-Python implementations of each environment (tests and benchmarks compare against them)
+REFERENCE_IMPLEMENTATIONS: dict[str, type] = {"mad": MadReference, "arithmetic": ArithmeticReference}
 
 
 def _lookup(table: dict, name: str):
@@ -41,7 +42,7 @@ def make(name: str, **overrides) -> Environment:
         choices = ", ".join([*ENVIRONMENT_IDS, *ENVIRONMENTS])
         raise ValueError(f"unknown environment {name!r}; choices: {choices}")
     cls = ENVIRONMENTS[name]
-    fields = sorted(f.name for f in dataclasses.fields(cls) if f.name != "name")
+    fields = sorted(f.name for f in dataclasses.fields(cls))
     unknown = sorted(set(overrides) - set(fields))
     if unknown:
         raise ValueError(f"unknown {name} config field(s) {unknown}; fields: {', '.join(fields)}")
@@ -50,9 +51,7 @@ def make(name: str, **overrides) -> Environment:
 
 def make_reference(env: Environment):
     """The plain-Python reference implementation configured like `env` (for tests, benchmarks)."""
-    cls = _lookup(REFERENCES, env.name)
-    config = {f.name: getattr(env, f.name) for f in dataclasses.fields(env) if f.name != "name"}
-    return cls(**config)
+    return _lookup(REFERENCE_IMPLEMENTATIONS, env.name)(**env.config())
 
 
 def make_gymnax(name: str, **options):

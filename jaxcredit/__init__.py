@@ -1,6 +1,12 @@
 """jaxcredit: a JAX-native simulator and trainer for credit-assignment research."""
 
-from jaxcredit.checkpoint import load_policy, save_policy
+from jaxcredit.checkpoint import (
+    PolicyCheckpoint,
+    load_policy,
+    load_policy_checkpoint,
+    policy_checkpoint_path,
+    save_policy,
+)
 from jaxcredit.credit import (
     ESTIMATORS,
     REQUIRED_INPUTS,
@@ -15,10 +21,11 @@ from jaxcredit.credit import (
     solver_action_advantage,
     solver_advantage,
 )
-from jaxcredit.env import Environment, State, require_in_range, tree_select
+from jaxcredit.env import Environment, State, tree_select
 from jaxcredit.ledger import ACCOUNTS, MAX_COUNT, Counts, Ledger, init_ledger, ledger_to_dict, record
 from jaxcredit.policy import (
     PolicyConfig,
+    PolicyFunctions,
     PolicyNetwork,
     TaskSizes,
     count_parameters,
@@ -75,6 +82,7 @@ __all__ = [
     "Ledger",
     "ledger_to_dict",
     "load_policy",
+    "load_policy_checkpoint",
     "make_policy",
     "make_policy_from_sizes",
     "mc_advantage",
@@ -82,14 +90,16 @@ __all__ = [
     "optimal_values",
     "outcome_advantage",
     "parse_int",
+    "PolicyCheckpoint",
     "PolicyConfig",
+    "PolicyFunctions",
     "PolicyNetwork",
+    "policy_checkpoint_path",
     "positions_reached",
     "reachable",
     "record",
     "replay",
     "require_float",
-    "require_in_range",
     "require_int",
     "rollout",
     "RunLock",

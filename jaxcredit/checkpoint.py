@@ -5,7 +5,9 @@ standard format) and `info` (JSON: the format tag, the `PolicyConfig`, the task 
 environment's name and configuration, and any `extra` the caller adds). Orbax writes into a
 temporary directory and renames it when complete, so a checkpoint is either whole or absent.
 `load_policy` rebuilds the network from `info` alone (no environment import), so
-`jaxcredit solve --policy DIR` and the analysis can evaluate a saved policy.
+`jaxcredit solve --policy DIR` and the analysis can evaluate a saved policy;
+`load_policy_checkpoint` also rebuilds the environment it was trained on (with the caller's
+`make`, e.g. `jaxcredit.envs.make`) and checks that the network fits it.
 
 Errors are user errors, never orbax tracebacks: a missing directory raises `FileNotFoundError`
 naming it; a partial, garbled or mismatched one raises `ValueError("corrupted checkpoint ...")`.
@@ -19,12 +21,12 @@ import json
 import logging
 import os
 import sys
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
-from jaxcredit.policy import PolicyConfig, TaskSizes, make_policy_from_sizes
+from jaxcredit.policy import PolicyConfig, TaskSizes, make_policy_from_sizes, task_sizes
 from jaxcredit.policy_fn import PolicyFn
 from jaxcredit.validation import require_int
 
@@ -174,3 +176,63 @@ def load_policy(path: str | os.PathLike) -> tuple[PolicyFn, Any, dict]:
         raise _corrupted(path, "parameters hold NaN or infinity")
     info = dict(info, policy_config=config, value_fn=value_fn)
     return policy_fn, params, info
+
+
+class PolicyCheckpoint(NamedTuple):
+    """A loaded policy checkpoint and the environment it was trained on (`load_policy_checkpoint`).
+
+    Attributes:
+      path: the checkpoint directory read (a run directory's `policies/seed-i` when given a run).
+      policy_fn: the network's `PolicyFn`.
+      params: its parameter pytree.
+      info: `load_policy`'s info (`policy_config`, `task_sizes`, `env_name`, `env_config`, `extra`, `value_fn`).
+      env: the environment `info` describes, built with the caller's `make`.
+    """
+
+    path: str
+    policy_fn: PolicyFn
+    params: Any
+    info: dict
+    env: Any
+
+
+def policy_checkpoint_path(path: str | os.PathLike, *, seed_index: int = 0) -> str:
+    """`path` itself when it is a checkpoint, or a run directory's final policy of seed
+    `seed_index` (`policies/seed-<seed_index>`) when `path` is a run directory that has one."""
+    path = os.fspath(path)
+    seed_policy = os.path.join(path, "policies", f"seed-{require_int('seed_index', seed_index, 0)}")
+    if not os.path.exists(os.path.join(path, "_CHECKPOINT_METADATA")) and os.path.isdir(seed_policy):
+        return seed_policy
+    return path
+
+
+def load_policy_checkpoint(path: str | os.PathLike, *, make, env_name: str | None = None,
+                           seed_index: int = 0) -> PolicyCheckpoint:
+    """Load the policy checkpoint at `path` (or a run directory's, `policy_checkpoint_path`) and
+    rebuild its environment with `make(env_name, **env_config)`.
+
+    Raises `FileNotFoundError` when there is no such directory, and `ValueError` with one line
+    when the checkpoint cannot be read, was trained on another environment than `env_name`
+    (None: any), holds an `env_config` that `make` refuses, or a network whose task sizes are
+    not its environment's.
+    """
+    path = policy_checkpoint_path(path, seed_index=seed_index)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"no checkpoint directory {path!r}")
+    try:
+        policy_fn, params, info = load_policy(path)
+    except (ValueError, FileNotFoundError):
+        raise
+    except Exception as error:  # noqa: BLE001 - a damaged checkpoint: still one line, never a traceback
+        raise ValueError(f"cannot load checkpoint {path!r}: {type(error).__name__}: {error}") from None
+    if env_name is not None and info["env_name"] != env_name:
+        raise ValueError(f"checkpoint {path!r} was trained on {info['env_name']!r}, not {env_name!r}")
+    try:
+        env = make(info["env_name"], **info["env_config"])
+    except (TypeError, ValueError) as error:
+        raise _corrupted(path, f"its env_config cannot build {info['env_name']!r} ({error})") from None
+    expected = dataclasses.asdict(task_sizes(env))
+    if expected != info["task_sizes"]:
+        raise _corrupted(path, f"its network has task sizes {info['task_sizes']} but its environment "
+                               f"{env.name} has {expected}")
+    return PolicyCheckpoint(path, policy_fn, params, info, env)

@@ -1,6 +1,8 @@
 """The `jaxcredit` command line: the one module that may import every package.
 
-Each subcommand is a `_cmd_*` function registered in `_build_parser`. Bad input (a bad
+Each subcommand is a `_cmd_*` function registered in `build_parser`; the work is the library's
+(problems and actions by name: `jaxcredit.envs.parse_problem`, `replay_action_names`; policy
+checkpoints: `jaxcredit.checkpoint.load_policy_checkpoint`), the CLI parses and prints. Bad input (a bad
 config, problem, checkpoint or text) ends with one line on stderr and exit code 2, never a
 traceback; set JAXCREDIT_DEBUG=1 to see the traceback instead. Commands that take `--json`
 print exactly one JSON object on stdout; progress and logs go to stderr.
@@ -10,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import os
 import sys
@@ -51,12 +52,9 @@ def _print_json(obj) -> None:
 def _batch_sizes(text: str) -> list[int]:
     """`"64,256"` -> `[64, 256]` (the hidden `bench --sizes` option, for quick tests)."""
     try:
-        sizes = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"batch sizes must be comma-separated integers, got {text!r}") from None
-    if any(size < 1 for size in sizes):
-        raise argparse.ArgumentTypeError(f"batch sizes must be positive, got {text!r}")
-    return sizes
+        return [parse_int("batch sizes", part.strip(), 1, INT32_MAX) for part in text.split(",")]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{error} (comma-separated positive integers)") from None
 
 
 def _cmd_bench(args) -> None:
@@ -69,39 +67,19 @@ def _cmd_bench(args) -> None:
         _print_json(result)
 
 
-def _play_setup(args):
-    """The environment and first state of `jaxcredit play`; raises `ValueError` on bad input."""
-    import jax
+def _problem(args, env=None, overrides=None):
+    """`(env, problem)` of the problem options `play` and `solve` share (`jaxcredit.envs.parse_problem`)."""
+    from jaxcredit.envs import parse_problem
 
-    from jaxcredit.envs import make, problems
-    from jaxcredit.envs.problems import get_family
-
-    overrides = {} if args.turns is None else {"max_turns": args.turns}
-    if args.env == "mad":
-        if args.numbers is not None or args.target is not None or args.family is not None:
-            raise CommandError("--numbers, --target and --family are for arithmetic; mad takes --tape or --seed")
-        env = make("mad", **overrides)
-        if args.tape is not None:
-            return env, env.init_problem(env.parse_tape(args.tape))
-        return env, env.init(jax.random.key(args.seed))
-    if args.tape is not None:
-        raise CommandError("--tape is for mad; arithmetic takes --numbers and --target, or --family and --seed")
-    if (args.numbers is None) != (args.target is None):
-        raise CommandError("give --numbers and --target together")
-    family = get_family(args.family or "default")
-    if args.numbers is None:
-        env = make("arithmetic", family=family.name, **overrides)
-        drawn = problems(family.name, 1, args.seed, count=env.count)
-        return env, env.init_problem(jax.tree_util.tree_map(lambda x: x[0], drawn))
-    env = make("arithmetic", family=family.name, count=len(args.numbers),
-               max_number=max(family.number_high, *args.numbers), **overrides)
-    return env, env.init_problem(env.make_problem(args.numbers, args.target))
+    return parse_problem(args.env, tape=args.tape, numbers=args.numbers, target=args.target, family=args.family,
+                         seed=args.seed, env=env, overrides=overrides)
 
 
 def _cmd_play(args) -> None:
     from jaxcredit.envs.text_protocol import Refusal, text_protocol
 
-    env, state = _play_setup(args)
+    env, problem = _problem(args, overrides=None if args.turns is None else {"max_turns": args.turns})
+    state = env.init_problem(problem)
     protocol = text_protocol(env)
     print(protocol.render_prompt(state), flush=True)
     while not bool(state.done):
@@ -195,18 +173,12 @@ def _audit_policy(args):
     from jaxcredit.envs import make
 
     if args.checkpoint is not None:
-        from jaxcredit.checkpoint import load_policy
+        from jaxcredit.checkpoint import load_policy_checkpoint
 
         if args.policy != "network":
             raise CommandError("--checkpoint and --policy uniform exclude each other")
-        path = args.checkpoint
-        run_policy = os.path.join(path, "policies", f"seed-{args.seed_index}")
-        if not os.path.exists(os.path.join(path, "_CHECKPOINT_METADATA")) and os.path.isdir(run_policy):
-            path = run_policy  # a run directory: audit one seed's final policy
-        policy_fn, params, info = load_policy(path)
-        env = _checkpoint_env(path, make, info["env_name"], info["env_config"])
-        _check_fits(path, env, info["task_sizes"])
-        return env, policy_fn, params, f"checkpoint {path}"
+        loaded = load_policy_checkpoint(args.checkpoint, make=make, seed_index=args.seed_index)
+        return loaded.env, loaded.policy_fn, loaded.params, f"checkpoint {loaded.path}"
     try:
         env_config = json.loads(args.env_config) if args.env_config else {}
     except json.JSONDecodeError:
@@ -218,12 +190,10 @@ def _audit_policy(args):
         from jaxcredit.policy_fn import uniform_policy_fn
 
         return env, uniform_policy_fn, None, "uniform policy"
-    if args.policy != "network":
-        raise CommandError(f"--policy must be network or uniform, got {args.policy!r}")
     from jaxcredit.policy import PolicyConfig, make_policy
 
-    init_fn, policy_fn, _ = make_policy(PolicyConfig(), env)
-    return env, policy_fn, init_fn(jax.random.key(args.seed)), f"untrained network (seed {args.seed})"
+    network = make_policy(PolicyConfig(), env)
+    return env, network.policy_fn, network.init_fn(jax.random.key(args.seed)), f"untrained network (seed {args.seed})"
 
 
 def _cmd_audit(args) -> None:
@@ -281,13 +251,14 @@ def _cmd_compare(args) -> None:
     print(f"  interval: {interval_description(result['final_success']['num_seeds'])}")
 
 
-def _add_analysis_commands(commands) -> None:
+def _add_analysis_commands(commands, *, regimes) -> None:
     audit = commands.add_parser("audit", help="label reliability audit of a policy's Monte Carlo action credit")
     audit.add_argument("--checkpoint", help="policy checkpoint (or run directory: its policies/seed-I)")
     audit.add_argument("--seed-index", type=_integer(), default=0, help="which seed of a run directory (default 0)")
     audit.add_argument("--env", default="mad", help="without --checkpoint: mad or arithmetic")
     audit.add_argument("--env-config", help='without --checkpoint: JSON overrides, e.g. \'{"length": 5}\'')
-    audit.add_argument("--policy", default="network", help="without --checkpoint: network (untrained) or uniform")
+    audit.add_argument("--policy", default="network", choices=["network", "uniform"],
+                       help="without --checkpoint: network (untrained) or uniform")
     audit.add_argument("--states", type=_integer(1), default=605, help="sampled states, one per episode (default 605)")
     audit.add_argument("--continuations", type=_integer(2), default=64, help="K per action, two halves (default 64)")
     audit.add_argument("--chunk-states", type=_integer(1), default=64, help="states per continuation call")
@@ -307,110 +278,27 @@ def _add_analysis_commands(commands) -> None:
     compare.add_argument("sweep", help="sweep directory")
     compare.add_argument("--arm", required=True, help="the arm")
     compare.add_argument("--baseline", default="outcome", help="the arm compared against (default outcome)")
-    compare.add_argument("--regime", default="attempts",
+    compare.add_argument("--regime", default="attempts", choices=regimes,
                          help="attempts, matched (--arm a label arm) or fixed-steps (default attempts)")
     compare.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     compare.set_defaults(handler=_cmd_compare)
 
 # ----- solve: exact values of one position ------------------------------------------------------
-def _parse_int(option: str, text: str, *, low: int | None = None, high: int | None = INT32_MAX) -> int:
-    return parse_int(option, text, low, high)
-
-
-def _solve_problem(args, env_config: dict | None = None):
-    """The environment and the problem named on the command line; `env_config` (from a policy
-    checkpoint) fixes the environment's configuration, and the problem must fit it."""
+def _load_solve_policy(args):
+    """The `--policy` checkpoint of `solve` (`jaxcredit.checkpoint.PolicyCheckpoint`), or None for
+    the solver's own policies."""
+    from jaxcredit.checkpoint import load_policy_checkpoint
     from jaxcredit.envs import make
+    from jaxcredit.solver import POLICIES
 
-    if args.env == "mad":
-        if args.tape is None or args.numbers is not None or args.target is not None:
-            raise CommandError('solve mad takes --tape "_ t04 _ _ t09 _ _ _" (and no --numbers/--target)')
-        cells = args.tape.split()
-        if env_config is not None:
-            env = _checkpoint_env(args.policy, make, "mad", env_config)
-            if len(cells) != env.length:
-                raise CommandError(f"--tape has {len(cells)} cells but the checkpoint's mad has length {env.length}")
-            return env, env.parse_tape(args.tape)
-        if not 1 <= len(cells) <= 16:
-            raise CommandError(f"--tape must have 1 to 16 cells, got {len(cells)}")
-        env = make("mad", length=len(cells), max_useful=min(4, len(cells)))
-        return env, env.parse_tape(args.tape)
-    if args.env == "arithmetic":
-        if args.numbers is None or args.target is None or args.tape is not None:
-            raise CommandError("solve arithmetic takes --numbers N [N ...] --target N (and no --tape)")
-        numbers = [_parse_int("--numbers", x, low=0) for x in args.numbers]
-        target = _parse_int("--target", args.target, low=0)
-        if env_config is not None:
-            env = _checkpoint_env(args.policy, make, "arithmetic", env_config)
-            if len(numbers) != env.count:
-                raise CommandError(f"--numbers has {len(numbers)} numbers but the checkpoint's arithmetic "
-                                   f"has count {env.count}")
-            return env, env.make_problem(numbers, target)
-        env = make("arithmetic", count=len(numbers))
-        if numbers and max(numbers) > env.number_limit:  # larger numbers than the default family's
-            env = make("arithmetic", count=len(numbers), max_number=max(numbers))
-        return env, env.make_problem(numbers, target)
-    raise CommandError(f"unknown environment {args.env!r}; choices: arithmetic, mad")
-
-
-def _checkpoint_env(path: str, make, env_name: str, env_config: dict):
-    """The environment a checkpoint's info describes; an edited, impossible one is one line."""
+    if args.policy in POLICIES:
+        return None
     try:
-        return make(env_name, **env_config)
-    except (TypeError, ValueError) as error:
-        raise CommandError(f"corrupted checkpoint {path}: its env_config cannot build {env_name!r} ({error})") from None
-
-
-def _check_fits(path: str, env, sizes: dict) -> None:
-    """Refuse a checkpoint whose network was built for other sizes than its environment's."""
-    from jaxcredit.policy import task_sizes
-
-    expected = task_sizes(env)
-    if dataclasses.asdict(expected) != sizes:
-        raise CommandError(f"corrupted checkpoint {path}: its network has task sizes {sizes} but its environment "
-                           f"{env.name} has {dataclasses.asdict(expected)}")
-
-
-def _load_checkpoint(path: str, env_name: str):
-    """`(policy_fn, params, env_config, task_sizes)` of a policy checkpoint for environment `env_name`."""
-    from jaxcredit.checkpoint import load_policy
-
-    if not os.path.isdir(path):
-        raise FileNotFoundError(f"--policy: no checkpoint directory {path!r} (or use uniform, optimal)")
-    try:
-        policy_fn, params, info = load_policy(path)
-    except (ValueError, FileNotFoundError):
-        raise
-    except Exception as error:  # a damaged checkpoint: still one line, never a traceback
-        raise CommandError(f"--policy: cannot load checkpoint {path!r}: {type(error).__name__}: {error}") from None
-    if info.get("env_name") != env_name:
-        raise CommandError(f"--policy: checkpoint {path!r} was trained on {info.get('env_name')!r}, not {env_name!r}")
-    return policy_fn, params, dict(info["env_config"]), info["task_sizes"]
-
-
-def _normalise_action(text: str) -> str:
-    for mark in "(),":
-        text = text.replace(mark, " ")
-    return " ".join(text.lower().split())
-
-
-def _replay(env, state, text: str | None):
-    """`state` after the `;`-separated actions of `text`, each matched against `env.action_name`."""
-    if not text or not text.strip():
-        return state
-    by_name = {_normalise_action(env.action_name(a)): a for a in range(env.num_actions)}
-    for number, name in enumerate(text.split(";"), start=1):
-        if not name.strip():
-            raise CommandError(f"--actions: action {number} is empty")
-        action = by_name.get(_normalise_action(name))
-        if action is None:
-            raise CommandError(f"--actions: unknown action {name.strip()!r} (e.g. {env.action_name(0)!r})")
-        if not bool(state.legal_action_mask[action]):
-            raise CommandError(f"--actions: {name.strip()!r} (action {number}) is not legal at that point")
-        state = env.step(state, action)
-        if bool(state.done):
-            raise CommandError(f"--actions: the episode ended after {name.strip()!r} (action {number})")
-    return state
+        return load_policy_checkpoint(args.policy, make=make, env_name=args.env)
+    except FileNotFoundError as error:
+        raise CommandError(f"--policy: {error} (or use {', '.join(POLICIES)})") from None
+    except ValueError as error:
+        raise CommandError(f"--policy: {error}") from None
 
 
 def _solve_values(env, problem, state, *, policy: str, loaded, turns_left: int):
@@ -425,7 +313,7 @@ def _solve_values(env, problem, state, *, policy: str, loaded, turns_left: int):
     if loaded is None:
         values = solver.solve(env, problem, policy=policy, horizon=turns_left)
         return values.v, values.q
-    policy_fn, params = loaded[:2]
+    policy_fn, params = loaded.policy_fn, loaded.params
     if turns_left > 0:  # the network sees this position with exactly `turns_left` turns left
         env = dataclasses.replace(env, max_turns=int(state.turn) + turns_left)
 
@@ -440,15 +328,15 @@ def _solve_values(env, problem, state, *, policy: str, loaded, turns_left: int):
 
 
 def _cmd_solve(args) -> None:
-    from jaxcredit.solver import POLICIES
+    from jaxcredit.envs import replay_action_names
 
-    loaded = None if args.policy in POLICIES else _load_checkpoint(args.policy, args.env)
-    env, problem = _solve_problem(args, None if loaded is None else loaded[2])
-    if loaded is not None:
-        _check_fits(args.policy, env, loaded[3])
-    state = _replay(env, env.init_problem(problem), args.actions)
-    remaining = env.max_turns - int(state.turn)
-    turns_left = remaining if args.turns is None else _parse_int("--turns", args.turns, low=0, high=MAX_TURNS)
+    loaded = _load_solve_policy(args)
+    env, problem = _problem(args, env=None if loaded is None else loaded.env)
+    try:
+        state = replay_action_names(env, env.init_problem(problem), args.actions)
+    except ValueError as error:
+        raise CommandError(f"--actions: {error}") from None
+    turns_left = env.max_turns - int(state.turn) if args.turns is None else args.turns
     v, q = _solve_values(env, problem, state, policy=args.policy, loaded=loaded, turns_left=turns_left)
     position = int(env.position_index(state))
     value = float(v[turns_left, position])
@@ -465,7 +353,23 @@ def _cmd_solve(args) -> None:
         print(f"  {q[a]:>10.6g}  {env.action_name(a)}")
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _add_problem_options(parser, environments) -> None:
+    """The problem syntax `play` and `solve` share (`jaxcredit.envs.parse_problem`)."""
+    parser.add_argument("env", choices=environments, help="which environment")
+    parser.add_argument("--tape", help='mad: the tape, e.g. "_ t04 _ _ t09 _ _ _"')
+    parser.add_argument("--numbers", type=_integer(), nargs="+", metavar="N", help="arithmetic: the numbers")
+    parser.add_argument("--target", type=_integer(), metavar="N", help="arithmetic: the target")
+    parser.add_argument("--family", help="arithmetic: the problem family to draw from (default: default)")
+    parser.add_argument("--seed", type=_integer(), default=None,
+                        help="without --tape or --numbers: which problem to draw (default 0)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The `jaxcredit` argument parser (every subcommand and its options)."""
+    from jaxcredit.envs import PROBLEM_ENVIRONMENTS
+    from jaxcredit.rundir_io import REGIMES, RENAMED_REGIMES
+    from jaxcredit.train import BACKENDS, CREDITS, PRESETS
+
     parser = _Parser(prog="jaxcredit", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -477,18 +381,13 @@ def _build_parser() -> argparse.ArgumentParser:
     bench.set_defaults(handler=_cmd_bench)
 
     play = commands.add_parser("play", help="play one episode through the text protocol on stdin")
-    play.add_argument("env", choices=["arithmetic", "mad"], help="which environment")
-    play.add_argument("--family", help="arithmetic problem family to draw from (default: default)")
-    play.add_argument("--seed", type=_integer(), default=0, help="which problem to draw (default 0)")
-    play.add_argument("--numbers", type=_integer(), nargs="+", help="arithmetic: the starting numbers")
-    play.add_argument("--target", type=_integer(), help="arithmetic: the target")
-    play.add_argument("--tape", help='mad: the tape, e.g. "_ t04 _ _ t09 _ _ _"')
+    _add_problem_options(play, PROBLEM_ENVIRONMENTS)
     play.add_argument("--turns", type=_integer(None, None), help="max_turns for this episode")
     play.set_defaults(handler=_cmd_play)
 
     train = commands.add_parser("train", help="train one configuration (all its seeds) into a run directory")
     train.add_argument("--env", default="mad", help="environment: mad or arithmetic")
-    train.add_argument("--credit", default="outcome", help="credit arm: outcome, mc, exact, solver, anchor, critic")
+    train.add_argument("--credit", default="outcome", choices=CREDITS, help="credit arm (default outcome)")
     train.add_argument("--out", required=True, help="run directory")
     train.add_argument("--set", action="append", metavar="FIELD=VALUE", help="any TrainConfig field (JSON value)")
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
@@ -504,33 +403,32 @@ def _build_parser() -> argparse.ArgumentParser:
     train.set_defaults(handler=_cmd_train)
 
     sweep = commands.add_parser("sweep", help="a budget-matched sweep of arms x regimes x seeds")
-    sweep.add_argument("--preset", required=True, help="quick, mad-study or arithmetic-study")
+    sweep.add_argument("--preset", required=True, choices=list(PRESETS), help="which named sweep")
     sweep.add_argument("--out", required=True, help="sweep directory")
     sweep.add_argument("--seeds", type=_integer(1), default=None, help="override the preset's number of seeds")
     sweep.add_argument("--resume", action="store_true", help="continue the sweep in --out (or start it)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
     sweep.add_argument("--json", action="store_true", help="print the table as one JSON object")
-    sweep.add_argument("--backend", default="local", help="where cells run: local (one after another) or ray")
+    sweep.add_argument("--backend", default="local", choices=BACKENDS,
+                       help="where cells run: local (one after another) or ray")
     sweep.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray)")
     sweep.set_defaults(handler=_cmd_sweep)
 
     solve = commands.add_parser("solve", help="exact value of a position and Q of its legal actions")
-    solve.add_argument("env", help="mad or arithmetic")
-    solve.add_argument("--tape", help='mad: the tape, e.g. "_ t04 _ _ t09 _ _ _"')
-    solve.add_argument("--numbers", nargs="+", metavar="N", help="arithmetic: the numbers, e.g. 2 3 4 5")
-    solve.add_argument("--target", metavar="N", help="arithmetic: the target")
+    _add_problem_options(solve, PROBLEM_ENVIRONMENTS)
     solve.add_argument("--actions", help='play these first, e.g. "select 0; select 1" or "COMBINE 2 + 3; UNDO"')
-    solve.add_argument("--turns", metavar="N", help="turns left (default: the episode's)")
-    solve.add_argument("--policy", default="uniform", help="uniform, optimal, or a checkpoint directory")
+    solve.add_argument("--turns", type=_integer(0, MAX_TURNS), metavar="N", help="turns left (default: the episode's)")
+    solve.add_argument("--policy", default="uniform",
+                       help="uniform, optimal, soft, or a policy checkpoint (or run directory: its policies/seed-0)")
     solve.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     solve.set_defaults(handler=_cmd_solve)
-    _add_analysis_commands(commands)
+    _add_analysis_commands(commands, regimes=[*REGIMES, *RENAMED_REGIMES])
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `jaxcredit` console script; returns the exit code."""
-    args = _build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
         args.handler(args)
     except (CommandError, ValueError, OSError) as error:

@@ -1,9 +1,10 @@
 """The paired comparison table of a sweep: one builder for the trainer's table and the analysis report.
 
-A sweep's cells are run directories `<regime>/<cell>`. `comparison_pairs` says which cell each
-row compares with which reference cell in each regime (in `matched`, a label arm's equal-attempts
-run against a label-free arm's run given exactly its total env steps, `matched_cell`);
-`seed_measures` reads one cell's per-seed numbers from its metrics rows; `paired_table` turns them
+A sweep's cells are run directories `<regime>/<cell>` (the regimes, `matched_cell` and
+`seed_measures`, one cell's per-seed numbers, are the run-directory format's, in
+`jaxcredit.rundir_io`). `comparison_pairs` says which cell each row compares with which reference
+cell in each regime (in `matched`, a label arm's equal-attempts run against a label-free arm's run
+given exactly its total env steps); `paired_table` turns the cells' per-seed numbers
 into the table (paired Student-t intervals, p-values, Holm-adjusted p-values per reference, what
 each side spent) and `format_paired_table` into Markdown. `jaxcredit.train.sweep` and
 `jaxcredit.analysis.compare` both call these, so a sweep's `table.md` and its report agree.
@@ -15,15 +16,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxcredit.rundir_io import matched_cell, regime_meaning
 from jaxcredit.stats import INTERVAL_METHOD, MIN_RELIABLE_SEEDS, holm, interval_description, paired_t
 
-REGIMES = ("attempts", "matched", "fixed-steps")
-REGIME_MEANINGS = {
-    "attempts": "equal main attempts; label work is extra",
-    "matched": "each label arm against the arms without label work given exactly its total env steps, seed by seed",
-    "fixed-steps": "a fixed cap on total env steps, labels included",
-    "steps": "a fixed cap on total env steps (the old name of fixed-steps)",
-}
 LABEL_FREE_CREDITS = ("outcome", "anchor")  # every other credit arm pays label or critic work
 MEASURES = ("final_success", "average_success")
 
@@ -55,11 +50,6 @@ def label_free_arms(credits: dict, reference_arm: str) -> list:
     return sorted(free, key=lambda arm: arm != reference_arm)
 
 
-def matched_cell(label_free_arm: str, label_arm: str) -> str:
-    """The cell (under `matched/`) of `label_free_arm` given exactly `label_arm`'s total env steps."""
-    return f"{label_free_arm}/to-{label_arm}"
-
-
 def comparison_pairs(regimes, credits: dict, reference_arm: str) -> list:
     """Every row of a sweep's table, as `Pair`s, regime by regime.
 
@@ -81,26 +71,6 @@ def comparison_pairs(regimes, credits: dict, reference_arm: str) -> list:
             else:
                 pairs.append(Pair(regime, arm, (regime, arm), reference_arm, (regime, reference_arm)))
     return pairs
-
-
-def seed_measures(rows: list) -> dict:
-    """One cell's per-seed numbers from its metrics rows (sorted by seed index).
-
-    `final_success`: greedy success at the last evaluation; `average_success`: greedy success
-    averaged over the evaluations after the start (all of them if there is only the start);
-    `main_episodes`, `total_env_steps`: the ledger at the last evaluation. Float arrays `[N]`,
-    plus `seeds` (the seed indices).
-    """
-    seeds = sorted({r["seed_index"] for r in rows})
-    out = {"seeds": seeds, "final_success": [], "average_success": [], "main_episodes": [], "total_env_steps": []}
-    for seed in seeds:
-        mine = sorted((r for r in rows if r["seed_index"] == seed), key=lambda r: r["eval_index"])
-        trained = [r for r in mine if r["eval_index"] > 0] or mine
-        out["final_success"].append(mine[-1]["success_greedy"])
-        out["average_success"].append(float(np.mean([r["success_greedy"] for r in trained])))
-        out["main_episodes"].append(mine[-1].get("main_episodes", 0))
-        out["total_env_steps"].append(mine[-1].get("total_env_steps", 0))
-    return {k: (v if k == "seeds" else np.asarray(v, np.float64)) for k, v in out.items()}
 
 
 def _spend(measures: dict) -> dict:
@@ -184,7 +154,7 @@ def paired_table(pairs: list, measures: dict, *, budgets: dict, reference_arm: s
                 adjusted = holm([rows[k]["vs_reference"][measure]["p_value"] for k in keys])
                 for k, p in zip(keys, adjusted):
                     rows[k]["vs_reference"][measure]["p_holm"] = p
-        notes[regime] = {"meaning": REGIME_MEANINGS.get(regime, regime),
+        notes[regime] = {"meaning": regime_meaning(regime),
                          "num_seeds": min(entry["num_seeds"] for entry in rows.values()),
                          "families": {ref: [rows[k]["arm"] for k in keys] for ref, keys in families.items()}}
     return {"method": INTERVAL_METHOD, "confidence": confidence, "reference_arm": reference_arm,
@@ -238,6 +208,5 @@ def format_paired_table(table: dict, *, heading: str = "###") -> str:
     return "\n".join(lines)
 
 
-__all__ = ["LABEL_FREE_CREDITS", "MEASURES", "MIN_RELIABLE_SEEDS", "REGIMES", "REGIME_MEANINGS", "Pair",
-           "arm_credits", "budget_text", "comparison_pairs", "format_paired_table", "label_arms",
-           "label_free_arms", "matched_cell", "paired_table", "seed_measures"]
+__all__ = ["LABEL_FREE_CREDITS", "MEASURES", "MIN_RELIABLE_SEEDS", "Pair", "arm_credits", "budget_text",
+           "comparison_pairs", "format_paired_table", "label_arms", "label_free_arms", "paired_table"]

@@ -13,14 +13,13 @@ Shape letters used in this module: A actions, L observation length, S positions.
 from __future__ import annotations
 
 import abc
-from typing import Any
+import dataclasses
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
-
-from jaxcredit.validation import require_int
 
 MAX_TURNS = 1024  # episodes scan over max_turns steps and the solver over as many turns left: keep them bounded
 Problem = Any  # a pytree of arrays describing one problem (a tape, a set of numbers)
@@ -77,11 +76,19 @@ class Environment(abc.ABC):
     Subclasses are frozen dataclasses that define `max_turns` and the abstract members below.
     Public API (all pure and jittable): `init(key)`, `init_problem(problem)`, `step(state,
     action)`, `position(problem, index)`, `position_index(state)`. Host-only helpers:
-    `action_name(a)`, `render(state)`, `check_problem(problem)`.
+    `action_name(a)`, `render(state)`, `check_problem(problem)`, `config()`.
+
+    `name` is a class variable (the name `jaxcredit.envs.make` knows it by), not a configuration
+    field: the dataclass fields are exactly the static configuration, which `config()` returns.
     """
 
-    name: str = "environment"
+    name: ClassVar[str] = "environment"
     max_turns: int
+
+    def config(self) -> dict:
+        """The static configuration: `{field: value}` of every dataclass field, so that
+        `type(env)(**env.config()) == env` (what run directories and checkpoints record)."""
+        return {field.name: getattr(self, field.name) for field in dataclasses.fields(self)}
 
     # ----- sizes every environment declares -------------------------------------------------
     @property
@@ -289,8 +296,3 @@ class Environment(abc.ABC):
         )
         return stepped, next_state
 
-
-def require_in_range(owner: str, field: str, value: Any, low: int, high: int | None = None) -> int:
-    """`value`, after raising `ValueError` naming `owner.field` and the allowed range unless it is an
-    integer with `low <= value <= high` (`jaxcredit.validation.require_int`)."""
-    return require_int(f"{owner}.{field}", value, low, high)

@@ -1,6 +1,6 @@
 """The policy network: a small pre-LayerNorm Transformer that reads the observation tokens.
 
-`make_policy(config, env)` returns `(init_fn, policy_fn, value_fn)`: `init_fn(key) -> params`,
+`make_policy(config, env)` returns `PolicyFunctions(init_fn, policy_fn, value_fn)`: `init_fn(key) -> params`,
 `policy_fn(params, observation, legal_action_mask) -> logits` (the `jaxcredit.policy_fn.PolicyFn`
 contract, so the network and the uniform policy are interchangeable everywhere) and
 `value_fn(params, observation, legal_action_mask) -> value` for a critic. Both functions batch
@@ -21,14 +21,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxcredit.env import require_in_range
 from jaxcredit.policy_fn import PolicyFn, masked_logits
+from jaxcredit.validation import require_int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,10 +48,10 @@ class PolicyConfig:
     mlp_dim: int = 256
 
     def __post_init__(self):
-        require_in_range("policy", "d_model", self.d_model, 1)
-        require_in_range("policy", "num_layers", self.num_layers, 1)
-        require_in_range("policy", "num_heads", self.num_heads, 1)
-        require_in_range("policy", "mlp_dim", self.mlp_dim, 1)
+        require_int("policy.d_model", self.d_model, 1)
+        require_int("policy.num_layers", self.num_layers, 1)
+        require_int("policy.num_heads", self.num_heads, 1)
+        require_int("policy.mlp_dim", self.mlp_dim, 1)
         if self.d_model % self.num_heads:
             raise ValueError(f"policy.num_heads ({self.num_heads}) must divide policy.d_model ({self.d_model})")
 
@@ -123,11 +123,24 @@ class PolicyNetwork(nn.Module):
         return logits, value
 
 
+class PolicyFunctions(NamedTuple):
+    """The network's three functions (jitted; inside another jit they are inlined).
+
+    Attributes:
+      init_fn: `init_fn(key) -> params`; consumes `key`.
+      policy_fn: `policy_fn(params, observation [..., L], legal_action_mask [..., A]) -> logits [..., A]`
+        (the `jaxcredit.policy_fn.PolicyFn` contract).
+      value_fn: same arguments, returns the critic's value float32 `[...]`.
+    """
+
+    init_fn: Callable[[jax.Array], Any]
+    policy_fn: PolicyFn
+    value_fn: PolicyFn
+
+
 @functools.cache  # same config and sizes -> the same functions, so jit caches hit
-def make_policy_from_sizes(
-    config: PolicyConfig, sizes: TaskSizes
-) -> tuple[Callable[[jax.Array], Any], PolicyFn, PolicyFn]:
-    """`(init_fn, policy_fn, value_fn)` for a network of `config` on a task of `sizes`.
+def make_policy_from_sizes(config: PolicyConfig, sizes: TaskSizes) -> PolicyFunctions:
+    """`PolicyFunctions(init_fn, policy_fn, value_fn)` for a network of `config` on a task of `sizes`.
 
     `init_fn(key) -> params` consumes `key`. `policy_fn(params, observation [..., L],
     legal_action_mask [..., A]) -> logits [..., A]` returns logits with illegal actions masked
@@ -150,7 +163,7 @@ def make_policy_from_sizes(
         return value
 
     # Jitted so direct calls are fast; inside another jit they are simply inlined.
-    return jax.jit(init_fn), jax.jit(policy_fn), jax.jit(value_fn)
+    return PolicyFunctions(init_fn=jax.jit(init_fn), policy_fn=jax.jit(policy_fn), value_fn=jax.jit(value_fn))
 
 
 def task_sizes(env) -> TaskSizes:
@@ -158,8 +171,8 @@ def task_sizes(env) -> TaskSizes:
     return TaskSizes(env.vocab_size, env.observation_length, env.num_actions)
 
 
-def make_policy(config: PolicyConfig, env) -> tuple[Callable[[jax.Array], Any], PolicyFn, PolicyFn]:
-    """`(init_fn, policy_fn, value_fn)` for `env`; see `make_policy_from_sizes`."""
+def make_policy(config: PolicyConfig, env) -> PolicyFunctions:
+    """`PolicyFunctions(init_fn, policy_fn, value_fn)` for `env`; see `make_policy_from_sizes`."""
     return make_policy_from_sizes(config, task_sizes(env))
 
 

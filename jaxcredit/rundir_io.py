@@ -12,6 +12,10 @@ trainer and the analysis both use it; it imports neither):
 - `strict_json(obj)`: JSON without NaN or infinity (strict readers refuse them): a non-finite
   number becomes `null` and its key gets a sibling `<key>_reason` saying why.
 - `check_writable_dir(path)`: refuse an output path that is a file or not writable before any work.
+- the sweep directory's format: its budget regimes (`REGIMES`, what each means, which ledger
+  counter each budgets), the cell of a matched run (`matched_cell`), and one cell's per-seed
+  measures read from its metrics rows (`seed_measures`): the trainer, its sweeps and the
+  analysis all use these.
 
 Every file operation calls `before_file_operation(kind, path)` first. It does nothing; tests
 replace it to stop a process between any two file operations (crash injection).
@@ -32,6 +36,48 @@ from typing import Any
 import numpy as np
 
 LOCK_NAME = ".jaxcredit.lock"
+
+# ----- the sweep directory format: regimes and cells ---------------------------------------------
+REGIMES = ("attempts", "matched", "fixed-steps")  # a sweep's cells are `<regime>/<cell>` run directories
+REGIME_MEANINGS = {
+    "attempts": "equal main attempts; label work is extra",
+    "matched": "each label arm against the arms without label work given exactly its total env steps, seed by seed",
+    "fixed-steps": "a fixed cap on total env steps, labels included",
+}
+REGIME_BUDGET_COUNTERS = {"attempts": "main_episodes", "fixed-steps": "total_env_steps"}  # `matched`: the totals
+RENAMED_REGIMES = {"steps": "fixed-steps"}  # old name -> name: older sweep directories still read
+
+
+def regime_meaning(regime: str) -> str:
+    """What `regime` means, in words (an old name says which regime it now is)."""
+    if regime in RENAMED_REGIMES:
+        return f"{REGIME_MEANINGS[RENAMED_REGIMES[regime]]} (the old name of {RENAMED_REGIMES[regime]})"
+    return REGIME_MEANINGS.get(regime, regime)
+
+
+def matched_cell(label_free_arm: str, label_arm: str) -> str:
+    """The cell (under `matched/`) of `label_free_arm` given exactly `label_arm`'s total env steps."""
+    return f"{label_free_arm}/to-{label_arm}"
+
+
+def seed_measures(rows: list) -> dict:
+    """One cell's per-seed numbers from its metrics rows (sorted by seed index).
+
+    `final_success`: greedy success at the last evaluation; `average_success`: greedy success
+    averaged over the evaluations after the start (all of them if there is only the start);
+    `main_episodes`, `total_env_steps`: the ledger at the last evaluation. Float arrays `[N]`,
+    plus `seeds` (the seed indices).
+    """
+    seeds = sorted({r["seed_index"] for r in rows})
+    out = {"seeds": seeds, "final_success": [], "average_success": [], "main_episodes": [], "total_env_steps": []}
+    for seed in seeds:
+        mine = sorted((r for r in rows if r["seed_index"] == seed), key=lambda r: r["eval_index"])
+        trained = [r for r in mine if r["eval_index"] > 0] or mine
+        out["final_success"].append(mine[-1]["success_greedy"])
+        out["average_success"].append(float(np.mean([r["success_greedy"] for r in trained])))
+        out["main_episodes"].append(mine[-1].get("main_episodes", 0))
+        out["total_env_steps"].append(mine[-1].get("total_env_steps", 0))
+    return {k: (v if k == "seeds" else np.asarray(v, np.float64)) for k, v in out.items()}
 
 
 def before_file_operation(kind: str, path: str) -> None:

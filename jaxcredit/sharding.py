@@ -24,6 +24,8 @@ from typing import Any
 import jax
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxcredit.validation import parse_int, require_int
+
 BATCH_AXIS = "batch"
 
 # Environment variables read by `initialize_distributed` when an argument is not given.
@@ -39,11 +41,11 @@ def batch_mesh(num_devices: int | None = None) -> Mesh:
     when more devices are asked for than exist.
     """
     devices = jax.devices()
-    count = len(devices) if num_devices is None else num_devices
-    if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= len(devices):
-        raise ValueError(f"shard devices must be an integer in [1, {len(devices)}] (the devices JAX sees: "
-                         f"{len(devices)} {devices[0].platform}), got {num_devices!r}; on CPU set "
-                         f"XLA_FLAGS=--xla_force_host_platform_device_count=N before starting Python")
+    try:
+        count = len(devices) if num_devices is None else require_int("shard devices", num_devices, 1, len(devices))
+    except ValueError as error:
+        raise ValueError(f"{error} (the devices JAX sees: {len(devices)} {devices[0].platform}); on CPU set "
+                         f"XLA_FLAGS=--xla_force_host_platform_device_count=N before starting Python") from None
     return Mesh(devices[:count], (BATCH_AXIS,))
 
 
@@ -94,10 +96,8 @@ def initialize_distributed(coordinator_address: str | None = None, num_processes
         value = value if value is not None else os.environ.get(env_name)
         if value is None:
             return None
-        try:
-            return int(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"distributed {field} must be an integer, got {value!r}") from None
+        name = f"distributed {field}"
+        return parse_int(name, value) if isinstance(value, str) else require_int(name, value)
 
     num_processes = number(num_processes, NUM_PROCESSES_ENV, "num_processes")
     process_id = number(process_id, PROCESS_ID_ENV, "process_id")

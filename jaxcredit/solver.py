@@ -33,6 +33,7 @@ from flax import struct
 
 from jaxcredit.env import Environment
 from jaxcredit.policy_fn import PolicyFn, action_probabilities
+from jaxcredit.validation import require_int
 
 POLICIES = ("uniform", "optimal", "soft")
 # The soft backup's default temperature, in units of success probability (values lie in [0, 1]).
@@ -161,9 +162,7 @@ def _all_q(graph: Graph, v: jax.Array) -> jax.Array:
 
 
 def _check_horizon(horizon: int) -> int:
-    if not isinstance(horizon, int) or isinstance(horizon, bool) or horizon < 0:
-        raise ValueError(f"horizon must be an integer >= 0, got {horizon!r}")
-    return horizon
+    return require_int("horizon", horizon, 0)
 
 
 def _policy_rows(graph: Graph, policy_probs: jax.Array, *, horizon: int):

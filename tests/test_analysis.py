@@ -262,7 +262,7 @@ def test_audit_of_a_checkpoint_matches_exact_values(small_mad, tmp_path, capsys)
     params = init_fn(jax.random.key(0))
     head = params["params"]["action_head"]
     head["kernel"] = 2.0 * jax.random.normal(jax.random.key(1), head["kernel"].shape)  # far from uniform
-    env_config = {k: v for k, v in vars(small_mad).items() if k != "name"}
+    env_config = small_mad.config()
     run = tmp_path / "run"
     save_policy(run / "policies" / "seed-0", params, policy_config=config, env_name="mad", env_config=env_config)
     assert main(["audit", "--checkpoint", str(run), "--states", "16", "--continuations", "256", "--json",

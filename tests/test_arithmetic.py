@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxcredit.conformance import check_against_reference, check_environment, rollout_random
-from jaxcredit.envs import FAMILIES, make, make_reference, solve
+from jaxcredit.envs import FAMILIES, find_solution, make, make_reference
 from jaxcredit.envs.arithmetic import ACT, BLANK, DEAD, LIVE, TARGET
 from jaxcredit.envs.problems import apply_op
 
@@ -213,4 +213,4 @@ def test_sampled_problems_belong_to_their_family_and_are_solvable(family):
     accepted = [spec.accepts(row, t) for row, t in zip(numbers.tolist(), targets.tolist())]
     assert np.mean(accepted) >= 0.99
     for row, target in list(zip(numbers.tolist(), targets.tolist()))[:60]:
-        assert solve(row, target) is not None
+        assert find_solution(row, target) is not None

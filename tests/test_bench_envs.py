@@ -135,7 +135,7 @@ def test_bench_bad_sizes_exit_2(capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "envs", "--sizes", "0,5"])
     assert exit_info.value.code == 2
-    assert "batch sizes must be positive" in capsys.readouterr().err
+    assert "batch sizes must be in [1, 2147483647], got 0 (comma-separated" in capsys.readouterr().err
 
 
 def test_time_interleaved_and_table():

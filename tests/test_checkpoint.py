@@ -8,7 +8,8 @@ import jax
 import numpy as np
 import pytest
 
-from jaxcredit.checkpoint import load_policy, save_policy
+from jaxcredit.checkpoint import load_policy, load_policy_checkpoint, save_policy
+from jaxcredit.envs import make
 from jaxcredit.policy import PolicyConfig, make_policy
 
 # After a failed read, orbax (tensorstore) may call back into its closed asyncio loop; that is
@@ -81,3 +82,25 @@ def test_an_interrupted_write_leaves_no_checkpoint(saved, tmp_path, monkeypatch)
     assert len(leftovers) == 1 and os.listdir(leftovers[0])  # the data went to the temporary directory
     with pytest.raises(ValueError, match="never finished"):
         load_policy(leftovers[0])
+
+
+def test_load_policy_checkpoint_rebuilds_and_checks_its_environment(saved, small_mad, tmp_path):
+    path, params, _ = saved  # its env_config is a 4-cell MAD of 12 tokens; its network reads small_mad's 3
+    with pytest.raises(ValueError, match=r"its network has task sizes .*'vocab_size': 9.* but its environment mad "
+                                         r"has .*'vocab_size': 27"):
+        load_policy_checkpoint(path, make=make)
+    good = tmp_path / "run" / "policies" / "seed-1"
+    save_policy(good, params, policy_config=CONFIG, env_name="mad", env_config=small_mad.config())
+    loaded = load_policy_checkpoint(tmp_path / "run", make=make, env_name="mad", seed_index=1)  # a run directory
+    assert loaded.path == str(good) and loaded.env == small_mad and loaded.info["env_name"] == "mad"
+    for a, b in zip(jax.tree_util.tree_leaves(params), jax.tree_util.tree_leaves(loaded.params)):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="was trained on 'mad', not 'arithmetic'"):
+        load_policy_checkpoint(good, make=make, env_name="arithmetic")
+    with pytest.raises(FileNotFoundError, match="no checkpoint directory"):
+        load_policy_checkpoint(tmp_path / "nothing", make=make)
+    edited = tmp_path / "edited"
+    save_policy(edited, params, policy_config=CONFIG, env_name="mad", env_config={"length": 99})
+    with pytest.raises(ValueError, match=r"corrupted checkpoint .*edited: its env_config cannot build 'mad' "
+                                         r"\(mad.length must be in \[1, 16\], got 99\)"):
+        load_policy_checkpoint(edited, make=make)

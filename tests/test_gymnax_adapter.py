@@ -15,8 +15,7 @@ pytest.importorskip("gymnax")
 from gymnax.environments import spaces  # noqa: E402
 from gymnax.wrappers.purerl import LogWrapper  # noqa: E402
 
-from jaxcredit.envs import make, make_gymnax  # noqa: E402
-from jaxcredit.envs import problems as host_problems  # noqa: E402
+from jaxcredit.envs import make, make_gymnax, problem_set  # noqa: E402
 from jaxcredit.envs.encodings import encode  # noqa: E402
 from jaxcredit.envs.gymnax_adapter import GymnaxAdapter, GymnaxParams, GymnaxState, pool_index  # noqa: E402
 
@@ -74,7 +73,7 @@ def test_auto_reset_matches_a_hand_loop_over_the_env(name, options):
         params = adapter.default_params
         obs, gstate = adapter.reset(jax.random.key(1), params)
     else:  # a host-drawn pool and first episode: arithmetic's sampler takes seconds to compile
-        pool = host_problems("default", 64, 0, count=3)
+        pool = problem_set("default", 64, 0, count=3)
         params = GymnaxParams(max_steps_in_episode=env.max_turns, reset_pool=pool)
         start = env_start(jax.tree_util.tree_map(lambda leaf: leaf[0], pool))
         obs, gstate = adapter.observe(start), GymnaxState(state=start, time=start.turn)

@@ -41,8 +41,8 @@ def fixtures(tmp_path_factory):
     (where / "afile").write_text("not a directory\n")
     env = make("mad", length=3, num_tokens=2, min_useful=1, max_useful=2, max_turns=5)
     config = PolicyConfig(d_model=16, num_layers=1, num_heads=2, mlp_dim=32)
-    params = make_policy(config, env)[0](jax.random.key(0))
-    env_config = {k: v for k, v in vars(env).items() if k != "name"}
+    params = make_policy(config, env).init_fn(jax.random.key(0))
+    env_config = env.config()
     edits = {"sizes": lambda i: i["env_config"].update(num_tokens=3),  # the network's vocabulary is 7, the env's 9
              "length": lambda i: i["env_config"].update(length=4),  # the network reads 4 tokens, the env 5
              "actions": lambda i: i["task_sizes"].update(num_actions=0),
@@ -78,13 +78,13 @@ CASES = [
     # (6) integers past int32, impossible sizes, bad structures, unwritable outputs, edited checkpoints
     (["play", "mad", "--tape", "t99999999999 _ _ _ _ _ _ _"], "token ids are t00..t11"),
     (["solve", "mad", "--tape", "t2147483648 _ _"], "token ids are t00..t11"),
-    (["solve", "arithmetic", "--numbers", "1", "2", "--target", "99999999999"], "--target must be in [0, 2147483647]"),
+    (["solve", "arithmetic", "--numbers", "1", "2", "--target", "99999999999"], "--target: must be in [0, 2147483647]"),
     (["solve", "arithmetic", "--numbers", "1", "2", "--target", "2147483647"], "arithmetic.target must be in [0, 81]"),
     (["play", "arithmetic", "--numbers", "1", "2", "3", "4", "--target", "99999999999"], "--target: must be in [0, "),
     (["play", "arithmetic", "--numbers", "99999999999", "2", "3", "4", "--target", "5"], "--numbers: must be in"),
     (["play", "mad", "--turns", "2147483647"], "mad.max_turns must be in [1, 1024]"),
     (["play", "arithmetic", "--turns", "2147483648"], "arithmetic.max_turns must be in [4, 1024]"),
-    (["solve", "mad", "--tape", TAPE, "--turns", "2147483647"], "--turns must be in [0, 1024]"),
+    (["solve", "mad", "--tape", TAPE, "--turns", "2147483647"], "argument --turns: must be in [0, 1024]"),
     (["play", "mad", "--seed", "99999999999"], "--seed: must be in [0, 2147483647]"),
     (["play", "mad", "--seed", "-1"], "--seed: must be in [0, 2147483647]"),
     (["audit", "--policy", "uniform", "--seed", "2147483648"], "--seed: must be in [0, 2147483647]"),
@@ -111,8 +111,8 @@ CASES = [
     (["play", "mad", "--tape", "t\u0660\u0661 _ _ _ _ _ _ _"], "unknown tape cell"),
     (["solve", "mad", "--tape", "t\u0660\u0661 _ _"], "unknown tape cell"),
     (["play", "mad", "--seed", "\u0663"], "ASCII digits"),
-    (["solve", "arithmetic", "--numbers", "\u0663", "4", "--target", "7"], "--numbers must be an integer written in"),
-    (["solve", "mad", "--tape", TAPE, "--turns", "\uff13"], "--turns must be an integer written in ASCII digits"),
+    (["solve", "arithmetic", "--numbers", "\u0663", "4", "--target", "7"], "--numbers: must be an integer written in"),
+    (["solve", "mad", "--tape", TAPE, "--turns", "\uff13"], "--turns: must be an integer written in ASCII"),
     (["train", "--out", OUT, "--set", "seed=\u0663"], "config.seed must be an integer"),
 ]
 

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from jaxcredit import cli
-from jaxcredit.envs import problems
+from jaxcredit.envs import problem_set
 
 WORKED = ("<ACT>COMBINE 2 + 3 = 5</ACT>\n<ACT>COMBINE 4 + 5 = 9</ACT>\n<ACT>COMBINE 5 + 9 = 14</ACT>\n"
           "<FINAL>14</FINAL>\n")
@@ -52,7 +52,7 @@ def test_input_ending_early(monkeypatch, capsys):
 
 
 def test_drawn_problem_is_the_evaluation_set_problem(monkeypatch, capsys):
-    problem = problems("multiplication", 1, 3)
+    problem = problem_set("multiplication", 1, 3)
     _, out, _ = _play(monkeypatch, capsys, ["arithmetic", "--family", "multiplication", "--seed", "3"], "")
     numbers = " ".join(str(n) for n in problem.numbers[0].tolist())
     assert f"Target: {int(problem.target[0])}\n" in out and f"Numbers available: {numbers}\n" in out
@@ -66,9 +66,9 @@ def test_mad_given_tape(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["arithmetic", "--numbers", "2", "3"], "give --numbers and --target together"),
+    (["arithmetic", "--numbers", "2", "3"], "give the numbers and the target together"),
     (["arithmetic", "--family", "nope"], "unknown problem family 'nope'; choices"),
-    (["arithmetic", "--tape", "_ t01"], "--tape is for mad"),
+    (["arithmetic", "--tape", "_ t01"], "a tape is for mad"),
     (["arithmetic", "--numbers", "2", "3", "4", "5", "--target", "14", "--turns", "2"],
      r"max_turns must be in \[4, 1024\]"),
     (["arithmetic", "--numbers", "2", "-3", "--target", "1"], r"--numbers: must be in \[0, "),

@@ -82,7 +82,7 @@ def test_two_processes_match_one_process():
 
 
 def test_bad_device_and_distributed_settings_are_clear_errors(monkeypatch):
-    with pytest.raises(ValueError, match=r"shard devices must be an integer in \[1, 1\]"):
+    with pytest.raises(ValueError, match=r"shard devices must be in \[1, 1\], got 2 \(the devices JAX sees: 1 cpu\)"):
         batch_mesh(2)
     with pytest.raises(ValueError, match="shard devices"):
         make_train(config_from_dict({"shard_devices": 4}))
@@ -97,5 +97,5 @@ def test_bad_device_and_distributed_settings_are_clear_errors(monkeypatch):
     with pytest.raises(ValueError, match=r"process_id must be in \[0, num_processes\)"):
         initialize_distributed("127.0.0.1:1234", 2, 2)
     monkeypatch.setenv("JAXCREDIT_NUM_PROCESSES", "two")
-    with pytest.raises(ValueError, match="num_processes must be an integer, got 'two'"):
+    with pytest.raises(ValueError, match="distributed num_processes must be an integer written in ASCII digits"):
         initialize_distributed("127.0.0.1:1234", None, 0)

@@ -224,7 +224,7 @@ def _linear_policy(params, observation, legal_action_mask):
 
 def test_network_policy_per_turn_when_the_observation_shows_the_clock(small):
     env, tapes, graphs, oracle_env = small
-    clock_env = MadWithClock(**{f.name: getattr(env, f.name) for f in dataclasses.fields(env)})
+    clock_env = MadWithClock(**env.config())
     assert solver.observation_shows_turns(clock_env) and not solver.observation_shows_turns(env)
     params = jax.random.normal(jax.random.key(2), (64, env.num_actions))
     tape = jnp.asarray(tapes[40])

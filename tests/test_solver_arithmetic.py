@@ -16,7 +16,7 @@ from jaxcredit import solver, solver_batch  # noqa: E402
 from jaxcredit.benchmarks.python_solver import RecursiveSolver  # noqa: E402
 from jaxcredit.cli import main  # noqa: E402
 from jaxcredit.envs import make, make_reference  # noqa: E402
-from jaxcredit.envs.problems import FAMILIES, problems  # noqa: E402
+from jaxcredit.envs.problems import FAMILIES, problem_set  # noqa: E402
 from jaxcredit.policy_fn import action_probabilities  # noqa: E402
 
 HORIZON = 5
@@ -47,7 +47,7 @@ def _explore(reference, problem):
 def small():
     env = make("arithmetic", count=3, max_turns=HORIZON)
     batch = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs),
-                                   *[problems(name, 2, seed=3, count=3) for name in FAMILIES])
+                                   *[problem_set(name, 2, seed=3, count=3) for name in FAMILIES])
     oracle_env = dataclasses.replace(env, max_turns=HORIZON + env.count)  # room for HORIZON turns anywhere
     return env, batch, build_graphs(env, jax.tree_util.tree_map(jnp.asarray, batch)), oracle_env
 
@@ -97,7 +97,7 @@ def test_greedy_play_on_optimal_q_solves_every_family_and_batch_is_exact():
                 solver.enumeration_env_steps(graph, start))
 
     batch = jax.tree_util.tree_map(lambda *xs: jnp.asarray(np.concatenate(xs)),
-                                   *[problems(name, 3, seed=1) for name in FAMILIES])  # 3 of every family
+                                   *[problem_set(name, 3, seed=1) for name in FAMILIES])  # 3 of every family
     terminated, returns, best, uniform_v, uniform_q, enumeration = jax.lax.map(play, batch)
     assert np.asarray(terminated).all() and (np.asarray(returns) == 1.0).all()
     np.testing.assert_array_equal(best, 1.0)

@@ -10,7 +10,10 @@ TAPE = "_ t04 _ _ t09 _ _ _"
 
 
 def _run(capsys, *argv):
-    code = main(["solve", *argv])
+    try:
+        code = main(["solve", *argv])
+    except SystemExit as exit_:  # argparse refuses a bad option value itself (one line, exit 2)
+        code = exit_.code
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -52,13 +55,13 @@ def test_text_output_lists_value_and_actions(capsys):
     (["mad", "--tape", TAPE, "--actions", "select 1; select 1"], "not legal"),
     (["mad", "--tape", TAPE, "--actions", "jump 3"], "unknown action"),
     (["mad", "--tape", "_ t04", "--actions", "select 1; submit"], "episode ended"),
-    (["mad", "--tape", TAPE, "--turns", "many"], "--turns must be an integer"),
-    (["mad", "--tape", TAPE, "--turns", "-2"], "--turns must be in [0, 1024]"),
+    (["mad", "--tape", TAPE, "--turns", "many"], "argument --turns: must be an integer"),
+    (["mad", "--tape", TAPE, "--turns", "-2"], "argument --turns: must be in [0, 1024], got -2"),
     (["mad", "--tape", TAPE, "--policy", "/no/such/checkpoint"], "no checkpoint directory"),
-    (["mad"], "takes --tape"),
-    (["arithmetic", "--numbers", "2", "three", "--target", "14"], "--numbers must be an integer"),
-    (["arithmetic", "--numbers", "2", "3", "--target", "x"], "--target must be an integer"),
-    (["chess", "--tape", TAPE], "unknown environment"),
+    (["mad", "--numbers", "1"], "numbers, target and family are for arithmetic; mad takes a tape or a seed"),
+    (["arithmetic", "--numbers", "2", "three", "--target", "14"], "argument --numbers: must be an integer"),
+    (["arithmetic", "--numbers", "2", "3", "--target", "x"], "argument --target: must be an integer"),
+    (["chess", "--tape", TAPE], "argument env: invalid choice: 'chess'"),
 ])
 def test_bad_input_is_one_line_and_exit_code_2(capsys, argv, message):
     code, out, err = _run(capsys, *argv)

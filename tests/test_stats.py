@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from jaxcredit.comparison import comparison_pairs, format_paired_table, matched_cell, paired_table
+from jaxcredit.comparison import comparison_pairs, format_paired_table, paired_table
+from jaxcredit.rundir_io import matched_cell
 from jaxcredit.stats import holm, interval_description, paired_t, t_interval
 
 

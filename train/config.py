@@ -25,7 +25,56 @@ MAX_BUDGET = 2**31 - 1  # the ledger's int32 counters
 
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Everything one training run needs. See the README's "Training" section for each field."""
+    """Everything one training run needs; every field can be set with `jaxcredit train --set FIELD=VALUE`.
+
+    Attributes:
+      env: the environment's name (`jaxcredit.envs.make`): `mad` or `arithmetic`.
+      env_overrides: environment configuration fields replacing its defaults (a JSON object; kept
+        as sorted `(field, value)` pairs), e.g. `{"length": 5}`.
+      credit: the credit arm, one of `CREDITS` (outcome, mc, exact, solver, anchor, critic).
+      outcome_baseline: the outcome arm's baseline within each problem's group of attempts:
+        `grpo` (mean and standard deviation), `rloo` (leave-one-out mean) or `mean`.
+      mc_variant: the mc arm's advantage: `td` (`r_t + V(s_{t+1}) - V(s_t)`) or `q` (`Q(s_t, a_t) - V(s_t)`).
+      mc_continuations: K, Monte Carlo continuations per state (mc) or per action (mc `q`).
+      solver_policy: the solver arm's reference policy μ: `uniform`, `optimal` (hard max) or `soft`.
+      solver_weight: the factor the solver arm's `Q^μ - V^μ` advantage is multiplied by.
+      solver_temperature: the Boltzmann temperature of `solver_policy="soft"`, in success
+        probability (`jaxcredit.solver.DEFAULT_TEMPERATURE`).
+      solver_add_outcome: the solver arm adds the outcome advantage to its own.
+      anchor_weight: the anchor (GiGPO) arm's weight of the advantage within identical positions.
+      anchor_discount: the anchor arm's discount of step returns (GiGPO's 0.95).
+      critic_label_states: states per iteration the critic arm labels with Monte Carlo returns.
+      critic_continuations: Monte Carlo continuations per labelled state (critic arm).
+      critic_coef: the weight of the critic's squared error in the loss.
+      critic_lambda: the critic arm's GAE λ (PPO's 0.95; 0: the one-step TD advantage).
+      problems_per_iteration: P, problems drawn per iteration.
+      attempts_per_problem: G, main attempts of each problem per iteration (the outcome baselines'
+        group; `rloo` needs at least 2).
+      learning_rate: Adam's learning rate.
+      ppo_epochs: gradient steps on each iteration's batch.
+      clip_epsilon: PPO's ratio clip ε; 0: no clipping.
+      entropy_coef: the weight of the entropy bonus.
+      loss_normalisation: `step` (the mean over all live steps) or `sequence` (per episode, then
+        over episodes).
+      max_grad_norm: gradients are clipped to this global norm.
+      d_model: the policy network's width (`jaxcredit.policy.PolicyConfig`).
+      num_layers: the policy network's Transformer blocks.
+      num_heads: the policy network's attention heads (must divide `d_model`).
+      mlp_dim: the hidden width of each block's MLP.
+      budget_counter: the ledger counter the budget is counted in: `main_episodes` or `total_env_steps`.
+      budget: the run ends once `ledger[budget_counter] >= budget` (checked after every iteration).
+      num_evals: evaluations during the run, one each time the counter crosses another `budget / num_evals`
+        (plus one before training).
+      eval_problems: held-out evaluation problems (per family for arithmetic).
+      validation_problems: held-out validation problems the `best` checkpoint is chosen on.
+      holdout_fraction: the share of the problem space kept out of training (half validation, half
+        evaluation); 0: no split (spaces too small to hold out; evaluation then overlaps training).
+      eval_seed: the seed of the evaluation and validation sets (the same for every arm and seed).
+      eval_families: arithmetic problem families evaluated on (empty: the training family).
+      num_seeds: seeds run at once (`jax.vmap`), `seed .. seed + num_seeds - 1`.
+      seed: the first seed (initial parameters and the stream of training problems).
+      shard_devices: devices the episode batch axis is split over (`jaxcredit.sharding`); 1: no sharding.
+    """
 
     env: str = "mad"
     env_overrides: tuple[tuple[str, Any], ...] = ()
@@ -35,21 +84,21 @@ class TrainConfig:
     mc_continuations: int = 4
     solver_policy: str = "uniform"
     solver_weight: float = 1.0
-    solver_temperature: float = 0.3  # of solver_policy="soft" (solver.DEFAULT_TEMPERATURE), in success probability
+    solver_temperature: float = 0.3
     solver_add_outcome: bool = False
     anchor_weight: float = 1.0
-    anchor_discount: float = 0.95  # GiGPO's step-level discount (the paper's value)
+    anchor_discount: float = 0.95
     critic_label_states: int = 32
     critic_continuations: int = 4
     critic_coef: float = 1.0
-    critic_lambda: float = 0.95  # GAE λ of the critic arm's advantage (PPO's; 0: one-step TD)
+    critic_lambda: float = 0.95
     problems_per_iteration: int = 16
     attempts_per_problem: int = 4
     learning_rate: float = 1e-3
     ppo_epochs: int = 1
     clip_epsilon: float = 0.0
     entropy_coef: float = 0.0
-    loss_normalisation: str = "step"  # "step": mean over all live steps; "sequence": per episode, then over episodes
+    loss_normalisation: str = "step"
     max_grad_norm: float = 1.0
     d_model: int = 64
     num_layers: int = 2
@@ -59,14 +108,13 @@ class TrainConfig:
     budget: int = 20_000
     num_evals: int = 10
     eval_problems: int = 256
-    validation_problems: int = 128  # held-out problems the `best` checkpoint is chosen on
-    holdout_fraction: float = 0.2  # share of the problem space kept out of training (half validation, half
-    # evaluation); 0: no split (spaces too small to hold out; evaluation then overlaps training)
+    validation_problems: int = 128
+    holdout_fraction: float = 0.2
     eval_seed: int = 12_345
     eval_families: tuple[str, ...] = ()
     num_seeds: int = 2
     seed: int = 0
-    shard_devices: int = 1  # devices the episode batch axis is split over (jaxcredit.sharding); 1: no sharding
+    shard_devices: int = 1
 
     def __post_init__(self):
         """Validate every field (types, finiteness, ranges the int32 arrays can hold) and the

@@ -393,7 +393,7 @@ def _save_policies(run: RunDir, trainer: Trainer, state) -> None:
     """Each seed's final policy as a standalone checkpoint (`policies/seed-i`), for `solve` and audits.
     Rewrites policies already there (a resumed finish) and removes what an interrupted save left."""
     env = trainer.env
-    env_config = {k: v for k, v in vars(env).items() if k != "name"}
+    env_config = env.config()
     params = _to_host(state.params)
     wanted = [f"seed-{i}" for i in range(trainer.config.num_seeds)]
     if _is_writer() and os.path.isdir(run.policies_path):

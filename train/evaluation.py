@@ -7,7 +7,7 @@ from the training part, the evaluation sets only from the evaluation part, the v
 only from the validation part (`config.holdout_fraction` is held out, half for each). The sets are
 fixed by `config.eval_seed`: MAD keeps the first `eval_problems` (`validation_problems`) tapes of
 the seeded stream that fall in the evaluation (validation) part; arithmetic does the same with
-the named families' `problems(family, n, seed)` (default: `default`) for evaluation and the
+the named families' `problem_set(family, n, seed)` (default: `default`) for evaluation and the
 training family's for validation. Every arm and every seed is evaluated on the same problems.
 `holdout_fraction = 0` turns the split off (for problem spaces too small to hold out, e.g. the
 tests' 18-tape MAD): the sets are then drawn from the whole space and overlap training.
@@ -35,9 +35,9 @@ EvalSets = dict  # family name -> problem pytree with leaves [E, ...]
 def _stream(env: Environment, config, family: str | None, *, seed: int):
     """`draw(m)`: the first m problems of the seeded stream a held-out set is filtered from."""
     if env.name == "arithmetic":
-        from jaxcredit.envs import problems
+        from jaxcredit.envs import problem_set
 
-        return lambda m: problems(family or env.family, m, seed, count=env.count)
+        return lambda m: problem_set(family or env.family, m, seed, count=env.count)
     key = jax.random.key(seed)
     sample = jax.jit(jax.vmap(lambda i: env.sample_problem(jax.random.fold_in(key, i))))
     return lambda m: sample(jnp.arange(m))
@@ -46,9 +46,9 @@ def _stream(env: Environment, config, family: str | None, *, seed: int):
 def _whole_space(env: Environment, family: str | None, n: int, seed: int):
     """`holdout_fraction = 0`: n problems of the whole space (they overlap the training stream)."""
     if env.name == "arithmetic":
-        from jaxcredit.envs import problems
+        from jaxcredit.envs import problem_set
 
-        return problems(family or env.family, n, seed, count=env.count)
+        return problem_set(family or env.family, n, seed, count=env.count)
     return jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(seed), n))
 
 

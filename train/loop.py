@@ -40,7 +40,7 @@ from jaxcredit.credit import (
 from jaxcredit.env import Environment
 from jaxcredit.holdout import TRAIN, sample_in_split
 from jaxcredit.ledger import MAX_COUNT, Counts, Ledger, init_ledger, record
-from jaxcredit.policy import PolicyConfig, make_policy
+from jaxcredit.policy import PolicyConfig, PolicyFunctions, make_policy
 from jaxcredit.policy_fn import action_probabilities, log_probabilities
 from jaxcredit.rollout import Trajectory, branch_returns, rollout
 from jaxcredit.sharding import batch_sharding, constrain_batch
@@ -78,16 +78,17 @@ class Trainer:
 
     # ----- construction helpers -----
     @property
-    def _nets(self):
+    def networks(self) -> PolicyFunctions:
+        """The policy network's `init_fn`, `policy_fn` and `value_fn` (`jaxcredit.policy.make_policy`)."""
         return make_policy(self.policy_config, self.env)
 
     @property
     def policy_fn(self):
-        return self._nets[1]
+        return self.networks.policy_fn
 
     @property
     def value_fn(self):
-        return self._nets[2]
+        return self.networks.value_fn
 
     @property
     def optimizer(self) -> optax.GradientTransformation:
@@ -106,8 +107,7 @@ class Trainer:
     # ----- the run -----
     def init(self, seed: jax.Array) -> TrainState:
         """Fresh parameters for `seed` (int32 `[]`), an empty ledger, iteration 0."""
-        init_fn = self._nets[0]
-        params = init_fn(jax.random.fold_in(jax.random.key(seed), 0))
+        params = self.networks.init_fn(jax.random.fold_in(jax.random.key(seed), 0))
         return TrainState(params=params, opt_state=self.optimizer.init(params), ledger=init_ledger(),
                           iteration=jnp.zeros((), jnp.int32), seed=jnp.asarray(seed, jnp.int32),
                           last_iteration_env_steps=jnp.zeros((), jnp.int32))

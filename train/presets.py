@@ -8,8 +8,11 @@ makes a study long: its length is the label arms' label work, in outcome iterati
 - `quick`: a small MAD (5 cells, 4 tokens, 1-2 useful, 8 turns), outcome vs mc, 2 seeds; a few minutes.
   The README's main-job command runs it.
 - `mad-study`: default MAD, outcome vs mc vs exact vs critic, 5 paired seeds.
-- `arithmetic-study`: arithmetic with the legal-action menu, outcome vs exact under the uniform
-  reference vs exact under the current policy vs solver (optimal), evaluated on every family.
+- `arithmetic-study`: arithmetic with the legal-action menu, outcome vs `solver-uniform` (credit
+  `solver`: exact values under the uniform reference) vs `exact-policy` (credit `exact`: exact
+  values under the current policy) vs `solver-optimal`, evaluated on every family. (Sweeps written
+  before `solver-uniform` was renamed call it `exact-uniform`: they still read, and resuming one
+  says so.)
 """
 
 from __future__ import annotations
@@ -41,12 +44,12 @@ PRESETS: dict[str, SweepSpec] = {
     ),
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
-        description="arithmetic (legal-action menu), outcome vs exact-uniform vs exact-policy vs solver-optimal",
+        description="arithmetic (legal-action menu), outcome vs solver-uniform vs exact-policy vs solver-optimal",
         base={"env": "arithmetic", "learning_rate": 1e-3, "num_seeds": 2, "num_evals": 8, "eval_problems": 128,
               "eval_families": ("default", "small_targets", "multiplication", "large_values"),
               "problems_per_iteration": 4, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"},
-              "exact-uniform": {"credit": "solver", "solver_policy": "uniform"},
+              "solver-uniform": {"credit": "solver", "solver_policy": "uniform"},
               "exact-policy": {"credit": "exact"},
               "solver-optimal": {"credit": "solver", "solver_policy": "optimal", "solver_add_outcome": True}},
         budgets={"attempts": 4_000, "fixed-steps": 2_000_000},

@@ -25,21 +25,32 @@ import os
 import numpy as np
 
 from jaxcredit.comparison import (
-    REGIMES,
     arm_credits,
     comparison_pairs,
     format_paired_table,
     label_arms,
     label_free_arms,
-    matched_cell,
     paired_table,
 )
-from jaxcredit.rundir_io import RunLock, check_writable_dir, remove_leftovers, write_text_atomic
+from jaxcredit.rundir_io import (
+    REGIME_BUDGET_COUNTERS,
+    REGIME_MEANINGS,
+    REGIMES,
+    RENAMED_REGIMES,
+    RunLock,
+    check_writable_dir,
+    matched_cell,
+    remove_leftovers,
+    write_text_atomic,
+)
 from jaxcredit.train.backends import Cell, backend_session, check_backend, run_cells
 from jaxcredit.train.config import config_from_dict
 from jaxcredit.train.rundir import read_json, write_json_atomic
 
-BUDGET_COUNTERS = {"attempts": "main_episodes", "fixed-steps": "total_env_steps"}  # regimes with a budget
+# Arms of the named presets renamed since (old -> new): a sweep directory written before keeps its
+# old names (reports and comparisons read them from its sweep_spec.json); resuming it is refused
+# with a line saying what changed.
+RENAMED_ARMS = {"exact-uniform": "solver-uniform"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,15 +71,16 @@ class SweepSpec:
     def check(self) -> None:
         """Raise `ValueError` naming what is wrong with the regimes or budgets."""
         for regime in self.regimes:
-            if regime == "steps":
-                raise ValueError("budget regime 'steps' is now called 'fixed-steps' (a fixed cap on total env steps)")
+            if regime in RENAMED_REGIMES:
+                raise ValueError(f"budget regime {regime!r} is now called {RENAMED_REGIMES[regime]!r} "
+                                 f"({REGIME_MEANINGS[RENAMED_REGIMES[regime]]})")
             if regime not in REGIMES:
                 raise ValueError(f"unknown budget regime {regime!r}; choices: {', '.join(REGIMES)}")
         for regime in self.budgets:
-            if regime not in BUDGET_COUNTERS:
+            if regime not in REGIME_BUDGET_COUNTERS:
                 raise ValueError(f"budgets: unknown regime {regime!r}; regimes with a budget: "
-                                 f"{', '.join(BUDGET_COUNTERS)} ('matched' takes the attempts runs' totals)")
-        missing = [r for r in self.regimes if r in BUDGET_COUNTERS and r not in self.budgets]
+                                 f"{', '.join(REGIME_BUDGET_COUNTERS)} ('matched' takes the attempts runs' totals)")
+        missing = [r for r in self.regimes if r in REGIME_BUDGET_COUNTERS and r not in self.budgets]
         if missing:
             raise ValueError(f"budgets: regime(s) {missing} need a budget")
         if "matched" in self.regimes and "attempts" not in self.regimes:
@@ -80,11 +92,11 @@ class SweepSpec:
         self.check()
         cells = {}
         for regime in self.regimes:
-            if regime not in BUDGET_COUNTERS:
+            if regime not in REGIME_BUDGET_COUNTERS:
                 continue
             for arm in self.arms:
                 cells[(regime, arm)] = self.arm_config(arm, num_seeds=num_seeds, budget=self.budgets[regime],
-                                                       budget_counter=BUDGET_COUNTERS[regime])
+                                                       budget_counter=REGIME_BUDGET_COUNTERS[regime])
         return cells
 
     def arm_config(self, arm: str, *, num_seeds: int | None = None, **fields):
@@ -143,7 +155,13 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
     if os.path.exists(sweep_path) and not resume:
         raise ValueError(f"{out} already holds a sweep; pass --resume to continue it or choose another --out")
     if resume and os.path.exists(sweep_path) and read_json(sweep_path) != spec_dict:
-        raise ValueError(f"cannot resume {out}: it holds a different sweep ({read_json(sweep_path).get('name')})")
+        old = read_json(sweep_path)
+        renamed = {a: RENAMED_ARMS[a] for a in old.get("arm_order", []) if RENAMED_ARMS.get(a) in spec.arms}
+        if renamed:
+            raise ValueError(f"cannot resume {out}: it was written before these arms were renamed: "
+                             f"{', '.join(f'{a!r} -> {b!r}' for a, b in renamed.items())}; report and compare "
+                             "still read it under the old names; run the sweep again in a new --out")
+        raise ValueError(f"cannot resume {out}: it holds a different sweep ({old.get('name')})")
     remove_leftovers(out)
     write_json_atomic(sweep_path, spec_dict)
     jobs = []

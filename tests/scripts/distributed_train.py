@@ -35,17 +35,15 @@ def main(argv: list[str]) -> int:
                    "--process-id", str(process_id)]
     if "--stop-after-evals" not in rest:
         return cli_main(train_args(out, *distributed, *rest))
-    # An interrupted run: the same command line, stopped after K evaluations by the driver.
-    from jaxcredit.cli import _build_parser, _join_distributed, _parse_sets
+    # An interrupted run: the same configuration, joined through the library and stopped after K evaluations.
+    from jaxcredit.sharding import initialize_distributed
     from jaxcredit.train import config_from_dict, run_training
 
     stop = int(rest[rest.index("--stop-after-evals") + 1])
-    args = _build_parser().parse_args(train_args(out, *distributed, *[a for a in rest if a == "--resume"]))
-    values = {"env": args.env, "credit": args.credit, **_parse_sets(args.set)}
-    _join_distributed(args, values)
-    run_training(config_from_dict(values), out, resume=args.resume, progress=False, stop_after_evals=stop)
+    info = initialize_distributed(f"127.0.0.1:{port}", 2, process_id)
+    values = {"env": "mad", "credit": CREDIT, "mc_continuations": 2, **TINY, "shard_devices": info["global_devices"]}
+    run_training(config_from_dict(values), out, resume="--resume" in rest, progress=False, stop_after_evals=stop)
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,82 @@
+"""Names that explain themselves: every TrainConfig field documented, environments' static
+configuration (`Environment.config()`), the policy's named functions, the CLI's declared choices,
+and renamed names and preset arms."""
+
+import dataclasses
+import json
+import os
+import re
+import types
+
+import pytest
+
+import jaxcredit
+import jaxcredit.analysis
+import jaxcredit.envs
+from jaxcredit.cli import main
+from jaxcredit.envs import ENVIRONMENTS, make, make_reference
+from jaxcredit.policy import PolicyConfig, PolicyFunctions, make_policy, make_policy_from_sizes, task_sizes
+from jaxcredit.train import PRESETS, TrainConfig, run_sweep
+
+
+def test_every_train_config_field_is_documented_in_order():
+    documented = re.findall(r"^      (\w+)(?:, \w+)*: \S", TrainConfig.__doc__, re.MULTILINE)
+    assert documented == [field.name for field in dataclasses.fields(TrainConfig)]
+
+
+@pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
+def test_environment_config_is_its_fields_and_rebuilds_it(name):
+    env = make(name, max_turns=9)
+    config = env.config()
+    assert "name" not in config and config["max_turns"] == 9 and type(env).name == name == env.name
+    assert set(config) == {field.name for field in dataclasses.fields(env)}
+    assert type(env)(**config) == env and make(name, **config) == env
+    assert make_reference(env).max_turns == 9
+    with pytest.raises(TypeError, match="unexpected keyword argument 'name'"):
+        type(env)(name="other")  # a class variable, not a field
+
+
+def test_make_policy_returns_named_functions(small_mad):
+    network = make_policy(PolicyConfig(d_model=16, num_layers=1, num_heads=2, mlp_dim=32), small_mad)
+    assert isinstance(network, PolicyFunctions) and network._fields == ("init_fn", "policy_fn", "value_fn")
+    assert network is make_policy_from_sizes(PolicyConfig(d_model=16, num_layers=1, num_heads=2, mlp_dim=32),
+                                             task_sizes(small_mad))  # cached: one set of jitted functions
+
+
+def test_renamed_names():
+    assert isinstance(jaxcredit.envs.problems, types.ModuleType)  # the module, no longer shadowed
+    assert jaxcredit.envs.find_solution([8, 3], 5) == [(0, 1, 1)]
+    for gone in ("solve", "REFERENCES"):
+        assert not hasattr(jaxcredit.envs, gone)
+    assert not hasattr(jaxcredit.analysis, "REFERENCES") and not hasattr(jaxcredit, "require_in_range")
+    assert jaxcredit.analysis.REFERENCE_POLICIES == ("policy", "uniform", "optimal")
+    assert set(jaxcredit.envs.REFERENCE_IMPLEMENTATIONS) == set(ENVIRONMENTS)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["train", "--credit", "nope", "--out", "x"], "train: argument --credit: invalid choice: 'nope'"),
+    (["sweep", "--preset", "nope", "--out", "x"], "sweep: argument --preset: invalid choice: 'nope'"),
+    (["sweep", "--preset", "quick", "--backend", "dask", "--out", "x"], "argument --backend: invalid choice: 'dask'"),
+    (["compare", "x", "--arm", "mc", "--regime", "equal"], "compare: argument --regime: invalid choice: 'equal'"),
+    (["solve", "chess"], "solve: argument env: invalid choice: 'chess'"),
+    (["audit", "--policy", "best"], "audit: argument --policy: invalid choice: 'best'"),
+])
+def test_declared_choices_are_argparse_errors(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and err.startswith("jaxcredit: error: ") and message in err
+    assert err.count("\n") == 1
+
+
+def test_solver_uniform_arm_and_an_old_sweep_directory(tmp_path):
+    spec = PRESETS["arithmetic-study"]
+    assert spec.arms["solver-uniform"] == {"credit": "solver", "solver_policy": "uniform"}
+    assert "exact-uniform" not in spec.arms
+    out = tmp_path / "old"
+    os.makedirs(out)
+    old = {"name": spec.name, "arm_order": ["outcome", "exact-uniform", "exact-policy", "solver-optimal"]}
+    (out / "sweep_spec.json").write_text(json.dumps(old))
+    with pytest.raises(ValueError, match="written before these arms were renamed: 'exact-uniform' -> 'solver-uniform'"):
+        run_sweep(spec, str(out), resume=True, progress=False)
+    assert sorted(os.listdir(out)) == ["sweep_spec.json"]  # nothing written
