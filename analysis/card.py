@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from jaxcredit.credit_arms import credit_arm
 from jaxcredit.stats import INTERVAL_METHOD, interval_description
 
 FIELDS = ("unit_and_estimand", "effective_state", "intervention_provenance", "downstream_protocol",
@@ -56,8 +57,16 @@ def _env_text(config: dict) -> str:
 
 
 def _credit_text(config: dict) -> tuple[str, str, str, str]:
-    """(estimand, effective state, provenance, downstream) of a training config's credit arm."""
+    """(estimand, effective state, provenance, downstream) of a training config's credit arm; the
+    provenance ends with the ledger account the arm's work is charged to (`jaxcredit.credit_arms`)."""
     credit = config.get("credit", "outcome")
+    estimand, state, provenance, downstream = _arm_text(config, credit)
+    account = credit_arm(credit).account
+    charged = f"its work is charged to the ledger's {account} account" if account else "no label work"
+    return estimand, state, f"{provenance}; {charged}", downstream
+
+
+def _arm_text(config: dict, credit: str) -> tuple[str, str, str, str]:
     group = config.get("attempts_per_problem", 4)
     if credit == "outcome":
         baseline = config.get("outcome_baseline", "grpo")
@@ -77,7 +86,8 @@ def _credit_text(config: dict) -> tuple[str, str, str, str]:
                 "(at most max_turns); reward: the environment's success reward")
     if credit == "exact":
         return ("per action: Q^π(s_t, a_t) − V^π(s_t) of the current policy", _OBSERVED_STATE,
-                "exact, solver over complete graph (every position, the current network at each)",
+                "exact, solver over the graph of positions reached from the start (the current network at "
+                "each distinct observation)",
                 "the current policy in expectation over the complete graph, for the turns left; reward: the "
                 "environment's success reward")
     if credit == "solver":

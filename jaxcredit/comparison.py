@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxcredit.credit_arms import LABEL_FREE_CREDITS  # the arms that spend no label or critic work
 from jaxcredit.stats import INTERVAL_METHOD, MIN_RELIABLE_SEEDS, holm, interval_description, paired_t
 
 REGIMES = ("attempts", "matched", "fixed-steps")
@@ -24,7 +25,6 @@ REGIME_MEANINGS = {
     "fixed-steps": "a fixed cap on total env steps, labels included",
     "steps": "a fixed cap on total env steps (the old name of fixed-steps)",
 }
-LABEL_FREE_CREDITS = ("outcome", "anchor")  # every other credit arm pays label or critic work
 MEASURES = ("final_success", "average_success")
 
 
