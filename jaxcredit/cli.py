@@ -484,8 +484,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train one configuration (all its seeds) into a run directory")
     train.add_argument("--env", default="mad", help="environment: mad or arithmetic")
-    train.add_argument("--credit", default="outcome", choices=CREDIT_NAMES, metavar="ARM",
-                       help=f"credit arm: {', '.join(CREDIT_NAMES)}")
+    train.add_argument("--credit", default="outcome", help=f"credit arm: {', '.join(CREDIT_NAMES)}")
     train.add_argument("--out", required=True, help="run directory")
     train.add_argument("--set", action="append", metavar="FIELD=VALUE", help="any TrainConfig field (JSON value)")
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
