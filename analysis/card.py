@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from jaxcredit.credit_arms import credit_arm
 from jaxcredit.rundir_io import REGIME_BUDGET_COUNTERS, RENAMED_REGIMES
 from jaxcredit.stats import INTERVAL_METHOD, interval_description
 
@@ -57,8 +58,16 @@ def _env_text(config: dict) -> str:
 
 
 def _credit_text(config: dict) -> tuple[str, str, str, str]:
-    """(estimand, effective state, provenance, downstream) of a training config's credit arm."""
+    """(estimand, effective state, provenance, downstream) of a training config's credit arm; the
+    provenance ends with the ledger account the arm's work is charged to (`jaxcredit.credit_arms`)."""
     credit = config.get("credit", "outcome")
+    account = credit_arm(credit).account  # raises ValueError naming the registered arms
+    estimand, state, provenance, downstream = _arm_text(config, credit)
+    charged = f"its work is charged to the ledger's {account} account" if account else "no label work"
+    return estimand, state, f"{provenance}; {charged}", downstream
+
+
+def _arm_text(config: dict, credit: str) -> tuple[str, str, str, str]:
     group = config.get("attempts_per_problem", 4)
     if credit == "outcome":
         baseline = config.get("outcome_baseline", "grpo")
@@ -78,7 +87,8 @@ def _credit_text(config: dict) -> tuple[str, str, str, str]:
                 "(at most max_turns); reward: the environment's success reward")
     if credit == "exact":
         return ("per action: Q^π(s_t, a_t) − V^π(s_t) of the current policy", _OBSERVED_STATE,
-                "exact, solver over complete graph (every position, the current network at each)",
+                "exact, solver over the graph of positions reached from the start (the current network at "
+                "each distinct observation)",
                 "the current policy in expectation over the complete graph, for the turns left; reward: the "
                 "environment's success reward")
     if credit == "solver":
@@ -107,7 +117,7 @@ def _credit_text(config: dict) -> tuple[str, str, str, str]:
                 "the network's observation (what the value head reads)",
                 f"learned value (trained on continuation labels: {states} states × K={k} per iteration)",
                 "continuations under the current policy for the value head's labels, to the episode's end")
-    raise ValueError(f"unknown credit arm {credit!r}")
+    raise ValueError(f"no CA-ID card text for credit arm {credit!r}: add it here")
 
 
 def _interface(config: dict) -> str:

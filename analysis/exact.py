@@ -1,11 +1,12 @@
 """Exact values at every step of recorded episodes, under a chosen policy, from the solver.
 
-`exact_step_values` builds each episode's complete graph (`jaxcredit.solver.build_graph`), solves
-it under the reference policy (`"policy"`: the given network or `PolicyFn`, at every position;
-`"uniform"`; `"optimal"`) and gathers, for every step `t`, `V(s_t)`, `Q(s_t, ·)` and the value of
-a refusal. `exact_credit` turns them into the counterfactual credit of the action actually taken,
-`Δ_t = Q(s_t, a_t) − V(s_t)`. Problems are solved in fixed-size chunks (one compile), so a
-large environment's graphs (arithmetic: ~25 MB each) never all sit in memory at once.
+`exact_step_values` solves each episode's problem under the reference policy
+(`jaxcredit.solver_values.reference_values`: `"policy"`, the given network or `PolicyFn`,
+evaluated at the positions reached from the start; `"uniform"`; `"optimal"`) and gathers, for
+every step `t`, `V(s_t)`, `Q(s_t, ·)` and the value of a refusal. `exact_credit` turns them into
+the counterfactual credit of the action actually taken, `Δ_t = Q(s_t, a_t) − V(s_t)`. Problems
+are solved in fixed-size chunks (one compile), so a large environment's graphs (arithmetic: ~25 MB
+each) never all sit in memory at once.
 
 Shape letters: B episodes, T turns, A actions, C problems per chunk.
 """
@@ -22,7 +23,7 @@ import numpy as np
 from jaxcredit.env import Environment
 from jaxcredit.policy_fn import PolicyFn, uniform_policy_fn
 from jaxcredit.rollout import Trajectory
-from jaxcredit.solver import build_graph, evaluate_policy, network_policy_probs, solve_graph
+from jaxcredit.solver_values import reference_values
 
 REFERENCE_POLICIES = ("policy", "uniform", "optimal")
 
@@ -33,12 +34,8 @@ def _chunk_values(env: Environment, policy_fn: PolicyFn, params: Any, problems: 
     horizon = env.max_turns
 
     def one(problem, tl, pos):
-        graph = build_graph(env, problem)
-        if reference == "policy":
-            probs = network_policy_probs(env, problem, graph, policy_fn, params, horizon=horizon)
-            values = evaluate_policy(graph, probs, horizon=horizon)
-        else:
-            values = solve_graph(graph, policy=reference, horizon=horizon)
+        policy = "network" if reference == "policy" else reference
+        values, _ = reference_values(env, problem, policy=policy, horizon=horizon, policy_fn=policy_fn, params=params)
         tl = jnp.clip(tl, 0, horizon)
         return values.v[tl, pos], values.q[tl, pos], values.v[jnp.maximum(tl - 1, 0), pos]
 

@@ -1,5 +1,8 @@
 """`jaxcredit bench solver`: exact uniform values of many problems, JAX graph solver vs plain Python.
 
+Also the exact credit arm's network values, evaluated where needed vs everywhere
+(`benchmarks/exact_arm.py`), with their ratio.
+
 Ours: `jaxcredit.solver.solve_batch` (graph enumeration with the environment's own jitted step,
 then backward induction, vmapped over a chunk of problems). Baseline: the memoised recursive
 solver over the plain-Python reference environment (`benchmarks/python_solver.py`), run in the
@@ -17,6 +20,7 @@ import numpy as np
 
 from jaxcredit import solver_batch
 from jaxcredit.benchmarks.common import machine_description, print_table, time_interleaved
+from jaxcredit.benchmarks.exact_arm import bench_exact_arm
 from jaxcredit.benchmarks.python_solver import solve_start
 
 
@@ -34,9 +38,9 @@ def _working_bytes(env, problems, *, chunk_size: int, horizon: int, num_valid: i
     chunk = jax.tree_util.tree_map(lambda x: np.asarray(x)[:chunk_size], problems)
     sizes = {"rows": solver_batch.compact_size(env, num_valid), "edges": solver_batch.edge_size(env, num_edges)}
     try:
-        build = solver_batch._build_chunk.lower(env, chunk, **sizes).compile()
-        graphs = jax.eval_shape(lambda p: solver_batch._build_chunk(env, p, **sizes), chunk)
-        solve = solver_batch._solve_chunk.lower(graphs, policy="uniform", horizon=horizon).compile()
+        build = solver_batch.build_chunk.lower(env, chunk, **sizes).compile()
+        graphs = jax.eval_shape(lambda p: solver_batch.build_chunk(env, p, **sizes), chunk)
+        solve = solver_batch.solve_chunk.lower(graphs, policy="uniform", horizon=horizon).compile()
         return int(sum(c.memory_analysis().temp_size_in_bytes + c.memory_analysis().output_size_in_bytes
                        for c in (build, solve)))
     except Exception:  # memory analysis is optional on some backends
@@ -122,7 +126,7 @@ def run(args) -> dict:
     """`jaxcredit bench solver [--quick]`: the human table on stderr; returns the JSON object."""
     quick = bool(getattr(args, "quick", False))
     repeats = 1 if quick else 2
-    results, ratios, skipped = {}, {}, {}
+    results, exact_results, ratios, skipped = {}, {}, {}, {}
     for label, make_case in (("mad", _mad_case), ("arithmetic", _arithmetic_case)):
         case = make_case(quick)
         if case is None:
@@ -132,6 +136,9 @@ def run(args) -> dict:
         result = bench_one(env, reference, problems, label=label, repeats=repeats, **sizes)
         results[label] = result
         ratios[f"solver:jax_vs_python@{label}"] = result["ratio"]
+        exact = bench_exact_arm(env, label=label, num_problems=2 if quick else 8, repeats=repeats)
+        exact_results[label] = exact
+        ratios[f"solver:exact_reached_vs_everywhere@{label}"] = exact["ratio"]
     rows = [[r["env"], r["problems"], f"{r['jax_problems_per_s']:.1f}", r["python_problems"],
              f"{r['python_problems_per_s']:.2f}", f"{r['ratio']:.0f}x", f"{r['positions_per_problem']:.0f}",
              f"{r['graph_bytes_per_problem'] / 1e6:.2f}+{r['values_bytes_per_problem'] / 1e6:.2f} MB",
@@ -139,5 +146,11 @@ def run(args) -> dict:
     print_table("exact uniform start values: jax graph solver vs plain-Python recursion",
                 ["env", "problems", "jax/s", "py problems", "py/s", "ratio", "positions", "graph+values",
                  "max diff"], rows)
-    return {"suite": "solver", "results": results, "skipped": skipped, "ratios": ratios,
+    rows = [[r["env"], r["problems"], r["positions_per_problem"], f"{r['reached_per_problem']:.0f}",
+             f"{r['evals_per_problem']:.0f}", f"{r['everywhere_seconds']:.3f}", f"{r['reached_seconds']:.3f}",
+             f"{r['ratio']:.1f}x", f"{r['max_abs_diff']:.1e}"] for r in exact_results.values()]
+    print_table("exact arm's network values: network at distinct reached rows vs at every position",
+                ["env", "problems", "positions", "reached", "evals", "everywhere s", "reached s", "ratio", "max diff"],
+                rows)
+    return {"suite": "solver", "results": results, "exact_arm": exact_results, "skipped": skipped, "ratios": ratios,
             "machine": machine_description()}

@@ -8,19 +8,17 @@ from jaxcredit.checkpoint import (
     save_policy,
 )
 from jaxcredit.credit import (
-    ESTIMATORS,
-    REQUIRED_INPUTS,
     anchor_advantage,
     branch_action_values,
     branch_state_values,
     exact_advantage,
     gae_advantage,
-    get_estimator,
     mc_advantage,
     outcome_advantage,
     solver_action_advantage,
     solver_advantage,
 )
+from jaxcredit.credit_arms import CREDIT_ARMS, CREDIT_NAMES, CreditArm, CreditContext, CreditResult, credit_arm
 from jaxcredit.env import Environment, State, tree_select
 from jaxcredit.ledger import ACCOUNTS, MAX_COUNT, Counts, Ledger, init_ledger, ledger_to_dict, record
 from jaxcredit.policy import (
@@ -42,7 +40,6 @@ from jaxcredit.solver import (
     build_graph,
     enumeration_env_steps,
     evaluate_policy,
-    network_policy_probs,
     optimal_values,
     positions_reached,
     reachable,
@@ -51,13 +48,20 @@ from jaxcredit.solver import (
     uniform_policy,
 )
 from jaxcredit.solver_batch import BatchSolution, solve_batch
+from jaxcredit.solver_values import REFERENCE_POLICIES, network_policy_probs, reference_values
 from jaxcredit.validation import parse_int, require_float, require_int
 
 __all__ = [
     "ACCOUNTS",
-    "ESTIMATORS",
+    "CREDIT_ARMS",
+    "CREDIT_NAMES",
+    "CreditArm",
+    "CreditContext",
+    "CreditResult",
+    "credit_arm",
     "MAX_COUNT",
-    "REQUIRED_INPUTS",
+    "REFERENCE_POLICIES",
+    "reference_values",
     "anchor_advantage",
     "batch_mesh",
     "batch_sharding",
@@ -75,7 +79,6 @@ __all__ = [
     "evaluate_policy",
     "exact_advantage",
     "gae_advantage",
-    "get_estimator",
     "Graph",
     "init_ledger",
     "initialize_distributed",

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 
+from jaxcredit.credit_arms import CREDIT_NAMES
 from jaxcredit.env import MAX_TURNS
 from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict
 from jaxcredit.validation import INT32_MAX, parse_int
@@ -308,22 +309,17 @@ def _solve_values(env, problem, state, *, policy: str, loaded, turns_left: int):
 
     import jax
 
-    from jaxcredit import solver
+    from jaxcredit.solver_values import reference_values
 
     if loaded is None:
-        values = solver.solve(env, problem, policy=policy, horizon=turns_left)
+        values, _ = jax.jit(reference_values, static_argnames=("env", "policy", "horizon"))(
+            env, problem, policy=policy, horizon=turns_left)
         return values.v, values.q
     policy_fn, params = loaded.policy_fn, loaded.params
     if turns_left > 0:  # the network sees this position with exactly `turns_left` turns left
         env = dataclasses.replace(env, max_turns=int(state.turn) + turns_left)
-
-    @jax.jit
-    def network_values(problem, params):
-        graph = solver.build_graph(env, problem)
-        probs = solver.network_policy_probs(env, problem, graph, policy_fn, params, horizon=turns_left)
-        return solver.evaluate_policy(graph, probs, horizon=turns_left)
-
-    values = network_values(problem, params)
+    values, _ = jax.jit(reference_values, static_argnames=("env", "policy", "horizon", "policy_fn"))(
+        env, problem, policy="network", horizon=turns_left, policy_fn=policy_fn, params=params)
     return values.v, values.q
 
 
@@ -368,7 +364,7 @@ def build_parser() -> argparse.ArgumentParser:
     """The `jaxcredit` argument parser (every subcommand and its options)."""
     from jaxcredit.envs import PROBLEM_ENVIRONMENTS
     from jaxcredit.rundir_io import REGIMES, RENAMED_REGIMES
-    from jaxcredit.train import BACKENDS, CREDITS, PRESETS
+    from jaxcredit.train import BACKENDS, PRESETS
 
     parser = _Parser(prog="jaxcredit", description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -387,7 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train one configuration (all its seeds) into a run directory")
     train.add_argument("--env", default="mad", help="environment: mad or arithmetic")
-    train.add_argument("--credit", default="outcome", choices=CREDITS, help="credit arm (default outcome)")
+    train.add_argument("--credit", default="outcome", choices=CREDIT_NAMES, help="credit arm (default outcome)")
     train.add_argument("--out", required=True, help="run directory")
     train.add_argument("--set", action="append", metavar="FIELD=VALUE", help="any TrainConfig field (JSON value)")
     train.add_argument("--resume", action="store_true", help="continue the run in --out")

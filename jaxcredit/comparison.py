@@ -16,10 +16,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from jaxcredit.credit_arms import LABEL_FREE_CREDITS  # the arms that spend no label or critic work
 from jaxcredit.rundir_io import matched_cell, regime_meaning
 from jaxcredit.stats import INTERVAL_METHOD, MIN_RELIABLE_SEEDS, holm, interval_description, paired_t
 
-LABEL_FREE_CREDITS = ("outcome", "anchor")  # every other credit arm pays label or critic work
 MEASURES = ("final_success", "average_success")
 
 

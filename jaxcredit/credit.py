@@ -2,8 +2,8 @@
 
 Every estimator takes a `Trajectory` (`[B, T]`, see `jaxcredit.rollout`) and, as keywords, the
 values it needs, and returns float32 `[B, T]` advantages: zero on non-live steps (padding after
-an episode ended), never NaN. `ESTIMATORS` maps a name to its function and `REQUIRED_INPUTS`
-names the keyword inputs each one needs beyond the trajectory, so a trainer selects by name:
+an episode ended), never NaN. A training run selects its arm by name through the registry in
+`jaxcredit.credit_arms`, which also computes the values each estimator needs and charges their cost:
 
 - `outcome`: the episode return `R`, normalised within its group (GRPO, RLOO or a mean
   baseline); Shao et al. 2024 (DeepSeekMath), Ahmadian et al. 2024, Kool et al. 2019.
@@ -180,8 +180,8 @@ def solver_action_advantage(trajectory: Trajectory, values: Any, *, group_size: 
 def exact_advantage(trajectory: Trajectory, *, values: Any, group_size: int = 1) -> jax.Array:
     """Exact credit of the current policy π: `A_t = Q^π(s_t, a_t) - V^π(s_t)`. float32 `[B, T]`.
 
-    `values` are the solver's `Values` of π itself (`evaluate_policy` with
-    `network_policy_probs`), indexed by turns left; see `solver_action_advantage`.
+    `values` are the solver's `Values` of π itself (`solver_values.reference_values` with
+    `policy="network"`), indexed by turns left; see `solver_action_advantage`.
     """
     return solver_action_advantage(trajectory, values, group_size=group_size)
 
@@ -248,29 +248,6 @@ def anchor_advantage(
     step = group_normalised(members, same.astype(jnp.float32), epsilon=epsilon)  # row i: every member j
     own = jnp.diagonal(step, axis1=1, axis2=2).reshape(trajectory.live.shape)  # member i of its own row
     return _on_live(trajectory, episode + step_weight * own)
-
-
-ESTIMATORS = {
-    "outcome": outcome_advantage,
-    "mc": mc_advantage,
-    "exact": exact_advantage,
-    "solver": solver_advantage,
-    "anchor": anchor_advantage,
-}
-REQUIRED_INPUTS = {
-    "outcome": ("group_size",),
-    "mc": ("state_values",),
-    "exact": ("values",),
-    "solver": ("values",),
-    "anchor": ("group_size",),
-}
-
-
-def get_estimator(name: str):
-    """The estimator called `name`; raises `ValueError` listing the choices."""
-    if name not in ESTIMATORS:
-        raise ValueError(f"unknown credit estimator {name!r}; choices: {', '.join(ESTIMATORS)}")
-    return ESTIMATORS[name]
 
 
 # ----- Monte Carlo values by branching (label work: record their counts in the "label" account) -----

@@ -7,7 +7,8 @@ dynamics), giving a transition table. Backward induction over the turns left the
 (optionally different at every turn), the optimal values, the soft-optimal values of a Boltzmann
 policy with a temperature, and reachability of success. Every
 function here is pure with fixed shapes: jit it, and `jax.vmap` it over problems;
-`jaxcredit.solver_batch.solve_batch` does both in chunks for many problems.
+`jaxcredit.solver_batch.solve_batch` does both in chunks for many problems. Values under a
+reference policy, a network's included, have one entry point: `jaxcredit.solver_values.reference_values`.
 
 Conventions. The first axis of values counts turns LEFT: `v[0] = 0` (no turn, no reward) and,
 for `t >= 1`, `Q[t, s, a] = reward[s, a] + (1 - terminal[s, a]) * V[t - 1, next_position[s, a]]`.
@@ -32,7 +33,6 @@ import numpy as np
 from flax import struct
 
 from jaxcredit.env import Environment
-from jaxcredit.policy_fn import PolicyFn, action_probabilities
 from jaxcredit.validation import require_int
 
 POLICIES = ("uniform", "optimal", "soft")
@@ -161,7 +161,8 @@ def _all_q(graph: Graph, v: jax.Array) -> jax.Array:
     return jnp.concatenate([jnp.zeros((1,) + graph.legal.shape, jnp.float32), q])
 
 
-def _check_horizon(horizon: int) -> int:
+def check_horizon(horizon: int) -> int:
+    """`horizon` (turns left) if it is an integer >= 0; else `ValueError`."""
     return require_int("horizon", horizon, 0)
 
 
@@ -244,7 +245,7 @@ def evaluate_policy(graph: Graph, policy_probs: jax.Array, *, horizon: int) -> V
     on illegal actions (`jaxcredit.policy_fn.action_probabilities`); mass on an illegal action
     is a refusal and is valued as one. Returns `Values` with `v [T + 1, S]`, `q [T + 1, S, A]`.
     """
-    v = _policy_v(graph, policy_probs, horizon=_check_horizon(horizon))
+    v = _policy_v(graph, policy_probs, horizon=check_horizon(horizon))
     return Values(v=v, q=_all_q(graph, v))
 
 
@@ -254,7 +255,7 @@ def optimal_values(graph: Graph, *, horizon: int) -> Values:
     A position with no legal action can only refuse, so its value is its own with one turn fewer.
     Returns `Values` with `v [T + 1, S]`, `q [T + 1, S, A]`.
     """
-    v = _optimal_v(graph, horizon=_check_horizon(horizon))
+    v = _optimal_v(graph, horizon=check_horizon(horizon))
     return Values(v=v, q=_all_q(graph, v))
 
 
@@ -273,7 +274,7 @@ def soft_values(graph: Graph, *, horizon: int, temperature: float = DEFAULT_TEMP
     traced). Returns `Values` with `v [T + 1, S]`, `q [T + 1, S, A]`.
     """
     temperature = _check_temperature(temperature)
-    v = _soft_v(graph, horizon=_check_horizon(horizon), temperature=temperature)
+    v = _soft_v(graph, horizon=check_horizon(horizon), temperature=temperature)
     return Values(v=v, q=_all_q(graph, v))
 
 
@@ -300,7 +301,7 @@ def reachable(graph: Graph, *, horizon: int) -> jax.Array:
 
     Only legal actions count; row 0 is all False.
     """
-    horizon = _check_horizon(horizon)
+    horizon = check_horizon(horizon)
     succeeds = graph.legal & (graph.reward > 0)
     leads_on = graph.legal & ~graph.terminal
 
@@ -312,26 +313,31 @@ def reachable(graph: Graph, *, horizon: int) -> jax.Array:
     return jnp.concatenate([jnp.zeros((1,) + graph.valid.shape, bool), r])
 
 
+def reached_by_moves(first: jax.Array, source: jax.Array, target: jax.Array, moves: jax.Array) -> jax.Array:
+    """bool `[N]`: the rows reached from the rows `first` (bool `[N]`) through the moves (edges)
+    `source -> target` (int32 `[E]`) where bool `moves` `[E]` holds: a breadth-first enumeration,
+    iterated to a fixed point (at most one round per step of the longest chain of moves)."""
+    def expand(carry):
+        reached, _ = carry
+        hit = jnp.zeros(reached.shape, jnp.int32).at[target].max((reached[source] & moves).astype(jnp.int32)) > 0
+        grown = reached | hit
+        return grown, jnp.any(grown != reached)
+
+    reached, _ = jax.lax.while_loop(lambda carry: carry[1], expand, (first, jnp.array(True)))
+    return reached
+
+
 def positions_reached(graph: Graph, start: jax.Array) -> jax.Array:
     """bool `[S]`: the positions a breadth-first enumeration from `start` (int32 `[]`) reaches.
 
     A position is reached when a chain of accepted moves that do not end the episode leads to it
     from `start` (the turn limit is not applied: this is the graph an enumeration must expand).
-    Iterates to a fixed point, at most one round per step of the longest such chain.
     """
-    rows = jnp.arange(graph.legal.shape[0], dtype=jnp.int32)[:, None]
-    moves = graph.legal & ~graph.terminal & (graph.next_position != rows)  # [S, A]
-
-    def expand(carry):
-        reached, _ = carry
-        sources = (reached[:, None] & moves).astype(jnp.int32)
-        hit = jnp.zeros(reached.shape, jnp.int32).at[graph.next_position].max(sources) > 0
-        grown = reached | hit
-        return grown, jnp.any(grown != reached)
-
-    first = (rows[:, 0] == start) & graph.valid
-    reached, _ = jax.lax.while_loop(lambda carry: carry[1], expand, (first, jnp.array(True)))
-    return reached
+    num_positions, num_actions = graph.legal.shape
+    rows = jnp.arange(num_positions, dtype=jnp.int32)
+    moves = graph.legal & ~graph.terminal & (graph.next_position != rows[:, None])  # [S, A]
+    return reached_by_moves((rows == start) & graph.valid, jnp.repeat(rows, num_actions),
+                            graph.next_position.reshape(-1), moves.reshape(-1))
 
 
 def enumeration_env_steps(graph: Graph, start: jax.Array) -> jax.Array:
@@ -340,49 +346,6 @@ def enumeration_env_steps(graph: Graph, start: jax.Array) -> jax.Array:
     nothing. This is what an exact or solver credit arm is charged per problem."""
     reached = positions_reached(graph, start)
     return jnp.sum(graph.legal & reached[:, None], dtype=jnp.int32)
-
-
-def observation_shows_turns(env: Environment) -> bool:
-    """Host: whether the observation changes with the turn (then a network sees the turns left).
-
-    Uses `env.observation_shows_turns` when the environment declares it; otherwise compares the
-    observations of a sampled problem's start position at every turn.
-    """
-    declared = getattr(env, "observation_shows_turns", None)
-    if declared is not None:
-        return bool(declared)
-    with jax.ensure_compile_time_eval():
-        problem = env.sample_problem(jax.random.key(0))
-        turns = jnp.arange(env.max_turns, dtype=jnp.int32)
-        observations = jax.vmap(lambda t: env.position(problem, 0, turn=t)[0].observation)(turns)
-        observations = np.asarray(observations)
-    return bool((observations != observations[:1]).any())
-
-
-def network_policy_probs(env: Environment, problem: Any, graph: Graph, policy_fn: PolicyFn, params: Any,
-                         *, horizon: int) -> jax.Array:
-    """float32 `[T + 1, S, A]`: a network's action probabilities at every position and turns left.
-
-    One batched `policy_fn` call over all positions; when the observation shows the turns left
-    (`observation_shows_turns(env)`), over all positions at every turn, the observation with
-    `t` turns left rebuilt as `env.position(problem, s, turn=env.max_turns - t)` (clipped to
-    `[0, max_turns]`). Illegal actions get probability 0.
-    """
-    horizon = _check_horizon(horizon)
-    S, A = graph.legal.shape
-    if not observation_shows_turns(env):
-        logits = policy_fn(params, graph.observation, graph.legal)
-        return jnp.broadcast_to(action_probabilities(logits, graph.legal), (horizon + 1, S, A))
-    turns_left = jnp.arange(horizon + 1, dtype=jnp.int32)
-    turn = jnp.clip(env.max_turns - turns_left, 0, env.max_turns)
-    positions = jnp.arange(S, dtype=jnp.int32)
-
-    def observe(t):
-        return jax.vmap(lambda s: env.position(problem, s, turn=t)[0].observation)(positions)
-
-    observations = jax.vmap(observe)(turn)  # [T + 1, S, L]
-    legal = jnp.broadcast_to(graph.legal, (horizon + 1, S, A))
-    return action_probabilities(policy_fn(params, observations, legal), legal)
 
 
 @functools.partial(jax.jit, static_argnames=("env", "policy", "horizon", "temperature"))

@@ -30,7 +30,14 @@ import numpy as np
 from flax import struct
 
 from jaxcredit.env import Environment
-from jaxcredit.solver import _check_horizon, build_graph, evaluate_policy, start_position, uniform_policy
+from jaxcredit.solver import (
+    build_graph,
+    check_horizon,
+    evaluate_policy,
+    reached_by_moves,
+    start_position,
+    uniform_policy,
+)
 
 BATCH_POLICIES = ("uniform", "optimal")  # solve_batch keeps the start values of these two
 BUCKETS = 8  # rows are padded to multiples of ceil(S / BUCKETS), moves to ceil(S * A / (8 * BUCKETS))
@@ -165,31 +172,16 @@ def _edge_graph(env: Environment, problem: Any, *, rows: int, edges: int) -> Edg
 
 
 @functools.partial(jax.jit, static_argnames=("env", "rows", "edges"))
-def _build_chunk(env: Environment, problems: Any, *, rows: int, edges: int) -> EdgeGraph:
+def build_chunk(env: Environment, problems: Any, *, rows: int, edges: int) -> EdgeGraph:
+    """The `EdgeGraph`s of a chunk of `problems` (leading axis `[B]`), `rows` rows and `edges` edges
+    each (`compact_size`, `edge_size`). Jitted (`env`, `rows`, `edges` static)."""
     return jax.vmap(functools.partial(_edge_graph, env, rows=rows, edges=edges))(problems)
 
 
-def _rows_reached(graphs: EdgeGraph, *, source: jax.Array, next_row: jax.Array, offset: jax.Array) -> jax.Array:
-    """bool `[B * K]`: the rows of the block-diagonal graph a breadth-first enumeration from each
-    problem's start reaches through accepted moves that do not end the episode (as
-    `jaxcredit.solver.positions_reached`). `source`, `next_row`: int32 `[B * E]` global rows."""
-    B, K = graphs.legal_count.shape
-    moves = (graphs.live & ~graphs.terminal).reshape(-1) & (next_row != source)
-
-    def expand(carry):
-        reached, _ = carry
-        hit = jnp.zeros(reached.shape, jnp.int32).at[next_row].max((reached[source] & moves).astype(jnp.int32)) > 0
-        grown = reached | hit
-        return grown, jnp.any(grown != reached)
-
-    first = jnp.zeros((B * K,), bool).at[graphs.start_row + offset].set(True)
-    reached, _ = jax.lax.while_loop(lambda carry: carry[1], expand, (first, jnp.array(True)))
-    return reached
-
-
 @functools.partial(jax.jit, static_argnames=("policy", "horizon"))
-def _solve_chunk(graphs: EdgeGraph, *, policy: str, horizon: int) -> BatchSolution:
-    """Solve a chunk's edge graphs (leading axis `[B]`) as one block-diagonal graph of `B * K` rows."""
+def solve_chunk(graphs: EdgeGraph, *, policy: str, horizon: int) -> BatchSolution:
+    """Solve a chunk's edge graphs (leading axis `[B]`, from `build_chunk`) as one block-diagonal
+    graph of `B * K` rows. Jitted (`policy`, `horizon` static)."""
     B, K = graphs.legal_count.shape
     offset = jnp.arange(B, dtype=jnp.int32) * K
     source = (graphs.source + offset[:, None]).reshape(-1)
@@ -209,7 +201,10 @@ def _solve_chunk(graphs: EdgeGraph, *, policy: str, horizon: int) -> BatchSoluti
         return v, None
 
     zero = jnp.zeros((B * K,), jnp.float32)
-    reached = _rows_reached(graphs, source=source, next_row=next_row, offset=offset)
+    # the rows a breadth-first enumeration from each start reaches (as `solver.positions_reached`)
+    moves = (live & ~terminal) & (next_row != source)
+    first = jnp.zeros((B * K,), bool).at[graphs.start_row + offset].set(True)
+    reached = reached_by_moves(first, source, next_row, moves)
     before_last, _ = jax.lax.scan(turn, zero, None, length=max(horizon - 1, 0))
     last = turn(before_last, None)[0] if horizon > 0 else zero
     start = graphs.start_row + offset
@@ -256,7 +251,7 @@ def solve_batch(env: Environment, problems: Any, *, policy: str = "uniform", chu
         raise ValueError(f"unknown policy {policy!r}; choices: {', '.join(BATCH_POLICIES)}")
     if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
-    horizon = _check_horizon(env.max_turns if horizon is None else horizon)
+    horizon = check_horizon(env.max_turns if horizon is None else horizon)
     num_problems = jax.tree_util.tree_leaves(problems)[0].shape[0]
     def padded_chunk(first):  # always chunk_size indices, so one compiled shape serves every chunk
         return np.minimum(np.arange(first, first + chunk_size), num_problems - 1)
@@ -269,9 +264,9 @@ def solve_batch(env: Environment, problems: Any, *, policy: str = "uniform", chu
     pieces = []
     for first in range(0, num_problems, chunk_size):
         index = order[padded_chunk(first)]
-        graphs = _build_chunk(env, _rows(problems, index), rows=compact_size(env, int(num_valid[index].max())),
+        graphs = build_chunk(env, _rows(problems, index), rows=compact_size(env, int(num_valid[index].max())),
                               edges=edge_size(env, int(num_edges[index].max())))
-        solution = _solve_chunk(graphs, policy=policy, horizon=horizon)
+        solution = solve_chunk(graphs, policy=policy, horizon=horizon)
         pieces.append(_rows(solution, slice(0, min(chunk_size, num_problems - first))))
     solved = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *pieces)
     return _rows(solved, np.argsort(order))

@@ -200,7 +200,9 @@ def test_sweep_report_links_existing_files_and_readable_plots(sweep_dir):
 
 def test_cards_name_provenance_from_config():
     exact = card_for_config({"credit": "exact"}, subject="x")
-    assert "exact, solver over complete graph" in exact.intervention_provenance
+    assert "exact, solver over the graph of positions reached" in exact.intervention_provenance
+    assert exact.intervention_provenance.endswith("charged to the ledger's label account")
+    assert card_for_config({"credit": "anchor"}, subject="x").intervention_provenance.endswith("no label work")
     solver = card_for_config({"credit": "solver", "solver_policy": "optimal"}, subject="x")
     assert "exact under fixed reference/optimal policy (optimal)" in solver.intervention_provenance
     assert "learned value" in card_for_config({"credit": "critic"}, subject="x").intervention_provenance

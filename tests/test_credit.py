@@ -6,21 +6,20 @@ import numpy as np
 import pytest
 
 from jaxcredit.credit import (
-    ESTIMATORS,
-    REQUIRED_INPUTS,
     anchor_advantage,
     branch_action_values,
     branch_state_values,
     exact_advantage,
-    get_estimator,
     mc_advantage,
     outcome_advantage,
     solver_advantage,
 )
+from jaxcredit.credit_arms import CREDIT_NAMES, credit_arm
 from jaxcredit.envs import make
 from jaxcredit.policy import PolicyConfig, make_policy
 from jaxcredit.rollout import branch_returns, replay, rollout
-from jaxcredit.solver import build_graph, evaluate_policy, network_policy_probs, solve
+from jaxcredit.solver import solve
+from jaxcredit.solver_values import reference_values
 
 SUBMIT = 16  # default MAD: length 8
 REPAIRED_TAPE = np.array([-1, 3, -1, -1, 7, -1, -1, -1], np.int32)  # useful cells 1 and 4
@@ -95,9 +94,9 @@ def test_outcome_hand_values_and_uniform_groups_give_zero(mad):
         outcome_advantage(group, group_size=3)
     with pytest.raises(ValueError, match="rloo"):
         outcome_advantage(group, group_size=1, baseline="rloo")
-    with pytest.raises(ValueError, match="unknown credit estimator 'vine'"):
-        get_estimator("vine")
-    assert set(ESTIMATORS) == set(REQUIRED_INPUTS) == {"outcome", "mc", "exact", "solver", "anchor"}
+    with pytest.raises(ValueError, match="unknown credit arm 'vine'"):
+        credit_arm("vine")
+    assert set(CREDIT_NAMES) == {"outcome", "mc", "exact", "solver", "anchor", "critic"}
 
 
 def test_anchor_hand_computed(small_mad):
@@ -159,9 +158,7 @@ def tiny_task():
     @jax.jit
     def exact_values(problems):
         def one(problem):
-            graph = build_graph(env, problem)
-            probs = network_policy_probs(env, problem, graph, policy_fn, params, horizon=env.max_turns)
-            return evaluate_policy(graph, probs, horizon=env.max_turns)
+            return reference_values(env, problem, policy="network", policy_fn=policy_fn, params=params)[0]
 
         return jax.vmap(one)(problems)
 

@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxcredit import solver, solver_batch
+from jaxcredit import solver, solver_batch, solver_values
 from jaxcredit.benchmarks.python_solver import RecursiveSolver, solve_start
 from jaxcredit.envs import BLANK, MadSelectiveCopy, make, make_reference
 from jaxcredit.policy_fn import action_probabilities
@@ -225,14 +225,14 @@ def _linear_policy(params, observation, legal_action_mask):
 def test_network_policy_per_turn_when_the_observation_shows_the_clock(small):
     env, tapes, graphs, oracle_env = small
     clock_env = MadWithClock(**env.config())
-    assert solver.observation_shows_turns(clock_env) and not solver.observation_shows_turns(env)
+    assert solver_values.observation_shows_turns(clock_env) and not solver_values.observation_shows_turns(env)
     params = jax.random.normal(jax.random.key(2), (64, env.num_actions))
     tape = jnp.asarray(tapes[40])
 
     @functools.partial(jax.jit, static_argnums=0)
     def network_values(env, tape, params):
         graph = solver.build_graph(env, tape)
-        probs = solver.network_policy_probs(env, tape, graph, _linear_policy, params, horizon=HORIZON)
+        probs, _ = solver_values.network_policy_probs(env, tape, graph, _linear_policy, params, horizon=HORIZON)
         return probs, solver.evaluate_policy(graph, probs, horizon=HORIZON)
 
     probs, values = network_values(clock_env, tape, params)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from jaxcredit.credit_arms import CREDIT_NAMES
 from jaxcredit.validation import INT32_MAX, require_float, require_int
 
-CREDITS = ("outcome", "mc", "exact", "solver", "anchor", "critic")
+CREDITS = CREDIT_NAMES  # the registered credit arms (jaxcredit.credit_arms)
 OUTCOME_BASELINES = ("grpo", "rloo", "mean")
 MC_VARIANTS = ("td", "q")
 SOLVER_POLICIES = ("uniform", "optimal", "soft")

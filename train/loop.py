@@ -27,22 +27,13 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxcredit import solver
-from jaxcredit.credit import (
-    anchor_advantage,
-    branch_action_values,
-    branch_state_values,
-    gae_advantage,
-    mc_advantage,
-    outcome_advantage,
-    solver_advantage,
-)
+from jaxcredit.credit_arms import CreditContext, credit_arm
 from jaxcredit.env import Environment
 from jaxcredit.holdout import TRAIN, sample_in_split
-from jaxcredit.ledger import MAX_COUNT, Counts, Ledger, init_ledger, record
+from jaxcredit.ledger import MAX_COUNT, Ledger, init_ledger, record
 from jaxcredit.policy import PolicyConfig, PolicyFunctions, make_policy
-from jaxcredit.policy_fn import action_probabilities, log_probabilities
-from jaxcredit.rollout import Trajectory, branch_returns, rollout
+from jaxcredit.policy_fn import log_probabilities
+from jaxcredit.rollout import Trajectory, rollout
 from jaxcredit.sharding import batch_sharding, constrain_batch
 from jaxcredit.train.config import TrainConfig
 from jaxcredit.train.evaluation import EvalSets, evaluation_sets, make_evaluate, validation_set
@@ -200,79 +191,17 @@ class Trainer:
 
     # ----- credit -----
     def advantages(self, params, trajectory: Trajectory, problems, key, ledger: Ledger):
-        """`(advantage [B, T], critic_batch, ledger)`: the configured arm's credit and its cost.
+        """`(advantage [B, T], critic_batch, ledger)`: the configured arm's credit (`jaxcredit.credit_arms`)
+        and its cost recorded on the ledger.
 
-        `critic_batch` is `(observation [M, L], mask [M, A], target [M])` for the critic arm, else None.
+        `critic_batch` is `(observation [M, L], mask [M, A], target [M], valid [M])` for the critic arm, else None.
         """
-        c, env = self.config, self.env
-        G, horizon = c.attempts_per_problem, env.max_turns
-        if c.credit == "outcome":
-            return outcome_advantage(trajectory, group_size=G, baseline=c.outcome_baseline), None, ledger
-        if c.credit == "anchor":
-            return (anchor_advantage(trajectory, group_size=G, step_weight=c.anchor_weight,
-                                     discount=c.anchor_discount), None, ledger)
-        if c.credit == "mc":
-            if c.mc_variant == "td":
-                values, counts = branch_state_values(env, self.policy_fn, params, trajectory, key,
-                                                     num_continuations=c.mc_continuations,
-                                                     sharding=self.batch_sharding)
-                return mc_advantage(trajectory, state_values=values), None, record(ledger, counts, account="label")
-            q_hat, counts = branch_action_values(env, self.policy_fn, params, trajectory, key,
-                                                 num_continuations=c.mc_continuations,
-                                                 sharding=self.batch_sharding)
-            # V̂(s) = Σ_a π(a|s) Q̂(s, a): unbiased from the same continuations, no second batch.
-            probs = action_probabilities(self.policy_fn(params, trajectory.observation, trajectory.legal_action_mask),
-                                         trajectory.legal_action_mask)
-            v_hat = jnp.sum(probs * q_hat, axis=-1)
-            v_hat = jnp.concatenate([v_hat, jnp.zeros_like(v_hat[:, :1])], axis=1)
-            advantage = mc_advantage(trajectory, state_values=v_hat, action_values=q_hat)
-            return advantage, None, record(ledger, counts, account="label")
-        if c.credit in ("exact", "solver"):
-            graphs = jax.vmap(lambda p: solver.build_graph(env, p))(problems)
-            # Label work: what a breadth-first enumeration from each problem's start steps (one
-            # env step per legal move of a reached position); refused moves cost nothing.
-            starts = jax.vmap(lambda p: solver.start_position(env, p))(problems)
-            graph_steps = jnp.sum(jax.vmap(solver.enumeration_env_steps)(graphs, starts), dtype=jnp.int32)
-            if c.credit == "exact":
-                probs = jax.vmap(lambda p, g: solver.network_policy_probs(env, p, g, self.policy_fn, params,
-                                                                          horizon=horizon))(problems, graphs)
-                values = jax.vmap(lambda g, pr: solver.evaluate_policy(g, pr, horizon=horizon))(graphs, probs)
-                turns = horizon + 1 if solver.observation_shows_turns(env) else 1
-                evals = jnp.sum(graphs.valid, dtype=jnp.int32) * turns
-                ledger = record(ledger, Counts(graph_steps, evals, jnp.zeros((), jnp.int32)), account="label")
-                return solver_advantage(trajectory, values=values, group_size=G), None, ledger
-            values = jax.vmap(lambda g: solver.solve_graph(g, policy=c.solver_policy, horizon=horizon,
-                                                           temperature=c.solver_temperature))(graphs)
-            ledger = record(ledger, Counts(graph_steps, jnp.zeros((), jnp.int32), jnp.zeros((), jnp.int32)),
-                            account="label")
-            outcome = c.outcome_baseline if c.solver_add_outcome else None
-            advantage = solver_advantage(trajectory, values=values, group_size=G, weight=c.solver_weight,
-                                         outcome=outcome)
-            return advantage, None, ledger
-        # critic: a learned V(s) gives r_t + V(s_{t+1}) - V(s_t); its Monte Carlo training labels
-        # for M states drawn from this iteration's live steps are charged to the critic account.
-        values = jax.lax.stop_gradient(self._critic_values(params, trajectory))
-        advantage = gae_advantage(trajectory, state_values=values, lam=c.critic_lambda)
-        critic_batch, counts = self._critic_labels(params, trajectory, key)
-        return advantage, critic_batch, record(ledger, counts, account="critic")
-
-    def _critic_values(self, params, trajectory: Trajectory) -> jax.Array:
-        final = trajectory.final_state
-        v_steps = self.value_fn(params, trajectory.observation, trajectory.legal_action_mask)
-        v_final = self.value_fn(params, final.observation, final.legal_action_mask)
-        return jnp.concatenate([v_steps, v_final[:, None]], axis=1)
-
-    def _critic_labels(self, params, trajectory: Trajectory, key):
-        c = self.config
-        select_key, branch_key = jax.random.split(key)
-        flat_live = trajectory.live.reshape(-1)
-        num = min(c.critic_label_states, flat_live.shape[0])
-        chosen = jax.random.choice(select_key, flat_live.shape[0], (num,), replace=False,
-                                   p=flat_live / jnp.maximum(flat_live.sum(), 1))
-        states = jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[2:])[chosen], trajectory.states)
-        result = branch_returns(self.env, self.policy_fn, params, states, branch_key,
-                                num_continuations=c.critic_continuations, sharding=self.batch_sharding)
-        return (states.observation, states.legal_action_mask, result.mean, result.valid), result.counts
+        context = CreditContext(env=self.env, policy_fn=self.policy_fn, params=params, config=self.config,
+                                value_fn=self.value_fn, sharding=self.batch_sharding)
+        result = credit_arm(self.config.credit).compute(context, trajectory, problems, key)
+        for account, counts in result.charge.items():
+            ledger = record(ledger, counts, account=account)
+        return result.advantage, result.critic_batch, ledger
 
     # ----- loss -----
     def loss(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch) -> jax.Array:
@@ -329,7 +258,7 @@ def make_train(config: TrainConfig) -> Trainer:
     env = make(config.env, **config.env_kwargs)
     policy_config = PolicyConfig(d_model=config.d_model, num_layers=config.num_layers,
                                  num_heads=config.num_heads, mlp_dim=config.mlp_dim)
-    if config.credit in ("exact", "solver") and env.num_positions * env.num_actions > 4_000_000:
+    if credit_arm(config.credit).enumerates and env.num_positions * env.num_actions > 4_000_000:
         raise ValueError(f"credit {config.credit!r} enumerates {env.num_positions} positions x {env.num_actions} "
                          f"actions per problem: too large for an exact arm; use a smaller environment")
     if config.shard_devices > 1:

@@ -1,0 +1,225 @@
+"""The credit-arm registry: one function per arm, giving its advantages and its ledger charge.
+
+An arm is what a training run's `credit` names. `CREDIT_ARMS[name].compute(context, trajectory,
+problems, key)` returns a `CreditResult`: the advantages `[B, T]` (from `jaxcredit.credit`), the
+critic's training batch (critic arm only) and the work it spent as `Counts` per ledger account.
+The trainer records the charge as returned; the command line takes its `--credit` choices from
+`CREDIT_NAMES`; analysis reads each arm's account and description from here.
+
+| arm | advantage | work charged (account) |
+| --- | --- | --- |
+| `outcome` | episode return normalised in its group | none |
+| `anchor` | GRPO + ω x step advantage among same-position steps (GiGPO) | none |
+| `mc` | K branch continuations: `td` `r + V̂' - V̂`, `q` `Q̂ - Σ π Q̂` | continuations (`label`) |
+| `exact` | `Q^π - V^π` of the current network, from the solver | enumeration + network (`label`) |
+| `solver` | `w (Q^μ - V^μ)` of a fixed μ (uniform, optimal, soft) | enumeration (`label`) |
+| `critic` | GAE over a learned value head | its continuation labels (`critic`) |
+
+Hyper-parameters come from `context.config`, any object with the `TrainConfig` field names an
+arm reads (`attempts_per_problem`, `outcome_baseline`, `mc_variant`, `mc_continuations`, ...).
+
+Shape letters: P problems, G attempts per problem, B = P * G episodes, T turns, A actions,
+L observation length, M critic label states.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxcredit import solver
+from jaxcredit.credit import (
+    anchor_advantage,
+    branch_action_values,
+    branch_state_values,
+    gae_advantage,
+    mc_advantage,
+    outcome_advantage,
+    solver_advantage,
+)
+from jaxcredit.env import Environment
+from jaxcredit.ledger import Counts
+from jaxcredit.policy_fn import PolicyFn, action_probabilities
+from jaxcredit.rollout import Trajectory, branch_returns
+from jaxcredit.solver_values import reference_values
+
+
+class CreditContext(NamedTuple):
+    """What every arm may read: the environment, the policy and its parameters, hyper-parameters.
+
+    `config` has the `TrainConfig` field names an arm reads; `value_fn(params, observation,
+    legal) -> [...]` is the critic head (critic arm only); `sharding` splits branch
+    continuations over devices (None: one device).
+    """
+
+    env: Environment
+    policy_fn: PolicyFn
+    params: Any
+    config: Any
+    value_fn: Any = None
+    sharding: Any = None
+
+
+class CreditResult(NamedTuple):
+    """One arm's output for one iteration.
+
+    Attributes:
+      advantage: float32 `[B, T]`, 0 on non-live steps.
+      critic_batch: `(observation [M, L], legal [M, A], target [M], valid [M])` for the critic
+        arm, else None.
+      charge: `{account: Counts}`, the work spent, per ledger account (empty: no work).
+    """
+
+    advantage: jax.Array
+    critic_batch: Any
+    charge: dict
+
+
+@dataclasses.dataclass(frozen=True)
+class CreditArm:
+    """A registered arm: its name, the ledger account its work goes to (None: it spends none),
+    whether it enumerates each problem's graph (then the environment must be small enough),
+    a one-line description, and the function computing it."""
+
+    name: str
+    account: str | None
+    enumerates: bool
+    description: str
+    compute: Callable[[CreditContext, Trajectory, Any, jax.Array], CreditResult]
+
+
+def _zero() -> jax.Array:
+    return jnp.zeros((), jnp.int32)
+
+
+def outcome_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+    """Outcome credit (`credit.outcome_advantage` with `config.outcome_baseline`); no label work."""
+    c = context.config
+    advantage = outcome_advantage(trajectory, group_size=c.attempts_per_problem, baseline=c.outcome_baseline)
+    return CreditResult(advantage, None, {})
+
+
+def anchor_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+    """Anchor-state credit (`credit.anchor_advantage`, `config.anchor_weight`, `anchor_discount`); no label work."""
+    c = context.config
+    advantage = anchor_advantage(trajectory, group_size=c.attempts_per_problem, step_weight=c.anchor_weight,
+                                 discount=c.anchor_discount)
+    return CreditResult(advantage, None, {})
+
+
+def mc_td_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+    """`r_t + V̂(s_{t+1}) - V̂(s_t)` from `config.mc_continuations` continuations of every state; consumes `key`."""
+    values, counts = branch_state_values(context.env, context.policy_fn, context.params, trajectory, key,
+                                         num_continuations=context.config.mc_continuations,
+                                         sharding=context.sharding)
+    return CreditResult(mc_advantage(trajectory, state_values=values), None, {"label": counts})
+
+
+def mc_q_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+    """`Q̂(s_t, a_t) - V̂(s_t)` with `V̂ = Σ_a π(a|s) Q̂(s, a)` (unbiased from the same continuations,
+    no second batch), `config.mc_continuations` per legal action; consumes `key`."""
+    q_hat, counts = branch_action_values(context.env, context.policy_fn, context.params, trajectory, key,
+                                         num_continuations=context.config.mc_continuations,
+                                         sharding=context.sharding)
+    logits = context.policy_fn(context.params, trajectory.observation, trajectory.legal_action_mask)
+    v_hat = jnp.sum(action_probabilities(logits, trajectory.legal_action_mask) * q_hat, axis=-1)
+    v_hat = jnp.concatenate([v_hat, jnp.zeros_like(v_hat[:, :1])], axis=1)
+    advantage = mc_advantage(trajectory, state_values=v_hat, action_values=q_hat)
+    return CreditResult(advantage, None, {"label": counts})
+
+
+def mc_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+    """Monte Carlo credit, the `config.mc_variant` (`td` or `q`) variant."""
+    variant = mc_q_arm if context.config.mc_variant == "q" else mc_td_arm
+    return variant(context, trajectory, problems, key)
+
+
+def _graphs(env: Environment, problems: Any):
+    """`(graphs [P], enumeration Counts)`: every problem's graph and what enumerating it costs:
+    one env step per legal move of a position reached from the start (refusals cost nothing)."""
+    graphs = jax.vmap(lambda p: solver.build_graph(env, p))(problems)
+    starts = jax.vmap(lambda p: solver.start_position(env, p))(problems)
+    steps = jnp.sum(jax.vmap(solver.enumeration_env_steps)(graphs, starts), dtype=jnp.int32)
+    return graphs, starts, Counts(steps, _zero(), _zero())
+
+
+def exact_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+    """`Q^π - V^π` of the current network from the solver (`reference_values(policy="network")`),
+    charged the enumeration and the network evaluations done (reached, distinct rows)."""
+    env, c = context.env, context.config
+    graphs, starts, counts = _graphs(env, problems)
+    values, evals = jax.vmap(lambda p, g, s: reference_values(env, p, policy="network", policy_fn=context.policy_fn,
+                                                              params=context.params, graph=g, start=s))(
+        problems, graphs, starts)
+    counts = counts.replace(policy_evals=jnp.sum(evals, dtype=jnp.int32))
+    return CreditResult(solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem), None,
+                        {"label": counts})
+
+
+def solver_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+    """`config.solver_weight x (Q^μ - V^μ)` under the fixed `config.solver_policy` μ (plus the outcome
+    advantage with `config.solver_add_outcome`), charged the enumeration."""
+    env, c = context.env, context.config
+    graphs, _, counts = _graphs(env, problems)
+    values = jax.vmap(lambda p, g: reference_values(env, p, policy=c.solver_policy, graph=g,
+                                                    temperature=c.solver_temperature)[0])(problems, graphs)
+    outcome = c.outcome_baseline if c.solver_add_outcome else None
+    advantage = solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem, weight=c.solver_weight,
+                                 outcome=outcome)
+    return CreditResult(advantage, None, {"label": counts})
+
+
+def critic_values(context: CreditContext, trajectory: Trajectory) -> jax.Array:
+    """float32 `[B, T+1]`: the value head at every state before an action and at the final states."""
+    final = trajectory.final_state
+    v_steps = context.value_fn(context.params, trajectory.observation, trajectory.legal_action_mask)
+    v_final = context.value_fn(context.params, final.observation, final.legal_action_mask)
+    return jnp.concatenate([v_steps, v_final[:, None]], axis=1)
+
+
+def critic_labels(context: CreditContext, trajectory: Trajectory, key: jax.Array):
+    """`(critic_batch, counts)`: Monte Carlo value labels (`config.critic_continuations` continuations)
+    for `config.critic_label_states` states drawn from the live steps; consumes `key`."""
+    c = context.config
+    select_key, branch_key = jax.random.split(key)
+    flat_live = trajectory.live.reshape(-1)
+    num = min(c.critic_label_states, flat_live.shape[0])
+    chosen = jax.random.choice(select_key, flat_live.shape[0], (num,), replace=False,
+                               p=flat_live / jnp.maximum(flat_live.sum(), 1))
+    states = jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[2:])[chosen], trajectory.states)
+    result = branch_returns(context.env, context.policy_fn, context.params, states, branch_key,
+                            num_continuations=c.critic_continuations, sharding=context.sharding)
+    return (states.observation, states.legal_action_mask, result.mean, result.valid), result.counts
+
+
+def critic_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+    """GAE (`config.critic_lambda`) over the learned value head; its labels are charged to `critic`."""
+    values = jax.lax.stop_gradient(critic_values(context, trajectory))
+    advantage = gae_advantage(trajectory, state_values=values, lam=context.config.critic_lambda)
+    critic_batch, counts = critic_labels(context, trajectory, key)
+    return CreditResult(advantage, critic_batch, {"critic": counts})
+
+
+CREDIT_ARMS = {arm.name: arm for arm in (
+    CreditArm("outcome", None, False, "episode return normalised within its group of attempts", outcome_arm),
+    CreditArm("mc", "label", False, "Monte Carlo action credit from K branch continuations (VinePPO)", mc_arm),
+    CreditArm("exact", "label", True, "exact Q - V of the current network, from the solver", exact_arm),
+    CreditArm("solver", "label", True, "exact Q - V of a fixed reference or optimal policy (CAST-style)",
+              solver_arm),
+    CreditArm("anchor", None, False, "GRPO plus a step advantage among same-position steps (GiGPO)", anchor_arm),
+    CreditArm("critic", "critic", False, "GAE over a learned value head trained on continuation labels",
+              critic_arm),
+)}
+CREDIT_NAMES = tuple(CREDIT_ARMS)
+LABEL_FREE_CREDITS = tuple(name for name, arm in CREDIT_ARMS.items() if arm.account is None)
+
+
+def credit_arm(name: str) -> CreditArm:
+    """The arm called `name`; raises `ValueError` listing the choices."""
+    if name not in CREDIT_ARMS:
+        raise ValueError(f"unknown credit arm {name!r}; choices: {', '.join(CREDIT_NAMES)}")
+    return CREDIT_ARMS[name]

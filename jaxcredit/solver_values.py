@@ -1,0 +1,179 @@
+"""Values under a reference policy: the one place that turns a policy choice into exact values.
+
+`reference_values(env, problem, policy=...)` takes a problem's graph (built here unless given),
+the reference policy's action probabilities at every position, and evaluates them by backward
+induction (`jaxcredit.solver`). The policy is `"network"` (a `PolicyFn` with its parameters) or
+one of the fixed `solver.POLICIES` (`"uniform"`, `"optimal"`, `"soft"`; see
+`solver.solve_graph`). The trainer's exact and solver credit arms, the analysis (exact credit
+at recorded steps, audits, action classes) and `jaxcredit solve` all call it.
+
+The network is evaluated only where it is needed (`network_policy_probs`): at the positions
+reached from the start (`solver.positions_reached`), once per distinct (observation, legal
+mask) among them, in fixed-size chunks of rows (a `jax.lax.while_loop` runs as many chunks as
+there are distinct rows, so no size cap can be exceeded). In arithmetic (C = 4) a problem has
+10,417 position slots, about 3,900 reached positions and 300-700 distinct observations (the
+observation shows the live numbers, not the path that made them). Positions not reached get
+probability 0 everywhere, so their values are 0, not the policy's: read values only at positions
+reached from the start (every state of an episode on that problem is).
+
+Shape letters: S positions, A actions, L observation length, T turns (value arrays have T + 1
+rows, one per number of turns left), N rows (positions, or positions x turns).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxcredit.env import Environment
+from jaxcredit.policy_fn import PolicyFn, action_probabilities
+from jaxcredit.solver import (
+    DEFAULT_TEMPERATURE,
+    POLICIES,
+    Graph,
+    Values,
+    build_graph,
+    check_horizon,
+    evaluate_policy,
+    positions_reached,
+    solve_graph,
+    start_position,
+)
+
+REFERENCE_POLICIES = ("network",) + POLICIES
+NETWORK_CHUNK = 1024  # rows per network call; a problem with more distinct rows takes more calls
+
+
+def observation_shows_turns(env: Environment) -> bool:
+    """Host: whether the observation changes with the turn (then a network sees the turns left).
+
+    Uses `env.observation_shows_turns` when the environment declares it; otherwise compares the
+    observations of a sampled problem's start position at every turn.
+    """
+    declared = getattr(env, "observation_shows_turns", None)
+    if declared is not None:
+        return bool(declared)
+    with jax.ensure_compile_time_eval():
+        problem = env.sample_problem(jax.random.key(0))
+        turns = jnp.arange(env.max_turns, dtype=jnp.int32)
+        observations = jax.vmap(lambda t: env.position(problem, 0, turn=t)[0].observation)(turns)
+        observations = np.asarray(observations)
+    return bool((observations != observations[:1]).any())
+
+
+def _pack(values: jax.Array, bits: int) -> jax.Array:
+    """int32 `[N, W]`: the non-negative ints `values` `[N, M]` (each < 2**bits) packed `31 // bits` to a word."""
+    per_word = max(1, 31 // bits)
+    pad = -values.shape[1] % per_word
+    values = jnp.pad(values.astype(jnp.int32), ((0, 0), (0, pad))).reshape(values.shape[0], -1, per_word)
+    shifts = bits * jnp.arange(per_word, dtype=jnp.int32)
+    return jnp.sum(values << shifts, axis=-1, dtype=jnp.int32)
+
+
+def distinct_rows(keys: jax.Array, keep: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Group equal rows of int32 `keys` `[N, W]` among the rows where bool `keep` `[N]` holds.
+
+    Returns `(first, group, count)`: int32 `[N]` a representative row of each group (groups
+    `0..count-1` are the kept ones; later entries are padding), int32 `[N]` the group of every
+    row, and int32 `[]` the number of kept groups. One multi-key sort; fixed shapes.
+    """
+    size = keys.shape[0]
+    rows = jnp.arange(size, dtype=jnp.int32)
+    operands = ((~keep).astype(jnp.int32),) + tuple(keys.T) + (rows,)
+    *sorted_keys, order = jax.lax.sort(operands, num_keys=len(operands) - 1)
+    sorted_keys = jnp.stack(sorted_keys, axis=-1)
+    new = jnp.concatenate([jnp.ones((1,), bool), jnp.any(sorted_keys[1:] != sorted_keys[:-1], axis=-1)])
+    group_sorted = jnp.cumsum(new, dtype=jnp.int32) - 1
+    group = jnp.zeros((size,), jnp.int32).at[order].set(group_sorted)
+    first = jnp.zeros((size,), jnp.int32).at[jnp.where(new, group_sorted, size)].set(order, mode="drop")
+    count = jnp.sum(new & keep[order], dtype=jnp.int32)
+    return first, group, count
+
+
+def _distinct_probs(policy_fn: PolicyFn, params: Any, observation: jax.Array, legal: jax.Array, keep: jax.Array,
+                    *, vocab_size: int, chunk_size: int) -> tuple[jax.Array, jax.Array]:
+    """`(probs [N, A], evals int32 [])`: `action_probabilities` of `policy_fn` at the kept rows
+    (0 elsewhere), evaluated once per distinct (observation, legal) row, `chunk_size` rows a call."""
+    size, num_actions = legal.shape
+    keys = jnp.concatenate([_pack(observation, max(1, int(vocab_size - 1).bit_length())), _pack(legal, 1)], axis=-1)
+    first, group, count = distinct_rows(keys, keep)
+    chunk = min(chunk_size, size)
+
+    def body(carry):
+        index, out = carry
+        slot = index * chunk + jnp.arange(chunk, dtype=jnp.int32)
+        row = first[jnp.minimum(slot, size - 1)]
+        mask = legal[row]
+        probs = action_probabilities(policy_fn(params, observation[row], mask), mask)
+        return index + 1, out.at[slot].set(probs, mode="drop")
+
+    start = (jnp.zeros((), jnp.int32), jnp.zeros((size, num_actions), jnp.float32))
+    _, out = jax.lax.while_loop(lambda carry: carry[0] * chunk < count, body, start)
+    return jnp.where(keep[:, None], out[group], 0.0), count
+
+
+def network_policy_probs(env: Environment, problem: Any, graph: Graph, policy_fn: PolicyFn, params: Any, *,
+                         horizon: int, start: jax.Array | None = None,
+                         chunk_size: int = NETWORK_CHUNK) -> tuple[jax.Array, jax.Array]:
+    """`(probs, policy_evals)`: a network's action probabilities at the positions it is needed.
+
+    `probs` float32 `[T + 1, S, A]` (row `t`: `t` turns left), illegal actions 0. The network is
+    evaluated at the positions reached from `start` (int32 `[]`; None: every valid position),
+    once per distinct (observation, legal mask), `chunk_size` rows per call; other positions get
+    0. When the observation shows the turns left (`observation_shows_turns(env)`), at every
+    turn, the observation with `t` turns left rebuilt as `env.position(problem, s,
+    turn=env.max_turns - t)` (clipped to `[0, max_turns]`). `policy_evals` int32 `[]` is the
+    number of rows evaluated (what a budget ledger charges; padding of the last chunk excluded).
+    """
+    horizon = check_horizon(horizon)
+    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    num_positions, num_actions = graph.legal.shape
+    needed = graph.valid if start is None else positions_reached(graph, start)
+    if observation_shows_turns(env):
+        turn = jnp.clip(env.max_turns - jnp.arange(horizon + 1, dtype=jnp.int32), 0, env.max_turns)
+        positions = jnp.arange(num_positions, dtype=jnp.int32)
+
+        def observe(t):
+            return jax.vmap(lambda s: env.position(problem, s, turn=t)[0].observation)(positions)
+
+        observations = jax.vmap(observe)(turn)  # [T + 1, S, L]
+        turns = horizon + 1
+    else:
+        observations, turns = graph.observation[None], 1
+    legal = jnp.broadcast_to(graph.legal, (turns, num_positions, num_actions)).reshape(-1, num_actions)
+    keep = jnp.broadcast_to(needed, (turns, num_positions)).reshape(-1)
+    probs, evals = _distinct_probs(policy_fn, params, observations.reshape(turns * num_positions, -1), legal, keep,
+                                   vocab_size=env.vocab_size, chunk_size=chunk_size)
+    probs = probs.reshape(turns, num_positions, num_actions)
+    return jnp.broadcast_to(probs, (horizon + 1, num_positions, num_actions)), evals
+
+
+def reference_values(env: Environment, problem: Any, *, policy: str, horizon: int | None = None,
+                     policy_fn: PolicyFn | None = None, params: Any = None,
+                     temperature: float = DEFAULT_TEMPERATURE, graph: Graph | None = None,
+                     start: jax.Array | None = None, chunk_size: int = NETWORK_CHUNK) -> tuple[Values, jax.Array]:
+    """`(values, policy_evals)`: exact values of one problem under the reference `policy`.
+
+    `policy` is `"network"` (`policy_fn` with `params`, see `network_policy_probs`) or one of
+    `solver.POLICIES` (`temperature` for `"soft"`). `horizon` defaults to `env.max_turns`;
+    `graph` is built unless given; `start` (int32 `[]`) defaults to the problem's start
+    position: under `"network"` values are the network's only at positions reached from it.
+    Returns `Values` (`v [T + 1, S]`, `q [T + 1, S, A]`) and the network evaluations done,
+    int32 `[]` (0 for a fixed policy). Pure: jit it, vmap it over problems.
+    """
+    if policy not in REFERENCE_POLICIES:
+        raise ValueError(f"unknown reference policy {policy!r}; choices: {', '.join(REFERENCE_POLICIES)}")
+    horizon = check_horizon(env.max_turns if horizon is None else horizon)
+    graph = build_graph(env, problem) if graph is None else graph
+    if policy != "network":
+        return solve_graph(graph, policy=policy, horizon=horizon, temperature=temperature), jnp.zeros((), jnp.int32)
+    if policy_fn is None:
+        raise ValueError("reference policy 'network' needs policy_fn (and its params)")
+    start = start_position(env, problem) if start is None else start
+    probs, evals = network_policy_probs(env, problem, graph, policy_fn, params, horizon=horizon, start=start,
+                                        chunk_size=chunk_size)
+    return evaluate_policy(graph, probs, horizon=horizon), evals
