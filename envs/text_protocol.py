@@ -2,7 +2,8 @@
 
 `text_protocol(env)` returns the protocol of an environment (`ArithmeticText` or `MadText`):
 `render_prompt(state)` shows the position in words, `parse(text, state)` turns one reply into an
-action id or a `Refusal` with a reason, and `step(state, text)` plays a reply. A refusal is
+action id or a `Refusal` with a reason, `reply(state, action)` is the canonical reply of an
+action (what the reference agents answer), and `step(state, text)` plays a reply. A refusal is
 played by stepping an out-of-range action, so the shared refusal rule applies: a turn is used,
 nothing else changes, `rejected` is set. Everything here is host-side, on one unbatched state.
 
@@ -159,6 +160,17 @@ class ArithmeticText:
             return Refusal(f"wrong result: {a} {OPS[op]} {b} = {result}, not {c}")
         return self.env.combine_action(i, op, j)
 
+    def reply(self, state: State, action: int) -> str:
+        """The canonical reply that plays `action` in `state` (`parse(reply(s, a), s) == a` for a legal `a`)."""
+        st, action = _host(state).env_state, int(action)
+        values = st.values.tolist()
+        if action == self.env.undo_action:
+            return "<ACT>UNDO</ACT>"
+        if action > self.env.undo_action:
+            return f"<FINAL>{values[action - self.env.undo_action - 1]}</FINAL>"
+        i, j, op = (int(x) for x in self.env._decode(action))
+        return f"<ACT>COMBINE {values[i]} {OPS[op]} {values[j]} = {apply_op(values[i], op, values[j])}</ACT>"
+
     @staticmethod
     def _slot(st, value: int, skip: int | None = None) -> int | None:
         for slot, (v, alive) in enumerate(zip(st.values.tolist(), st.live.tolist())):
@@ -216,6 +228,10 @@ class MadText:
         if word == "select":
             return Refusal(f"cell {cell} is already selected") if selected else cell
         return self.env.length + cell if selected else Refusal(f"cell {cell} is not selected")
+
+    def reply(self, state: State, action: int) -> str:
+        """The canonical reply that plays `action` (`parse(reply(s, a), s) == a` for a legal `a`)."""
+        return self.env.action_name(int(action))
 
     def step(self, state: State, text: str) -> tuple[State, int | Refusal]:
         """Parse `text` and play it: the action, or an out-of-range action for a refusal."""

@@ -202,6 +202,8 @@ def _cmd_audit(args) -> None:
 
     from jaxcredit.analysis import audit_markdown_summary, run_audit, write_audit
 
+    if args.what is not None:
+        return _cmd_audit_transcripts(args)
     if args.out:
         check_writable_dir(args.out)  # before the work, not after it
     env, policy_fn, params, description = _audit_policy(args)
@@ -253,7 +255,10 @@ def _cmd_compare(args) -> None:
 
 
 def _add_analysis_commands(commands, *, regimes) -> None:
-    audit = commands.add_parser("audit", help="label reliability audit of a policy's Monte Carlo action credit")
+    audit = commands.add_parser("audit", help="label reliability audit of a policy's Monte Carlo action credit; "
+                                              "`audit transcripts FILE --out DIR`: audit an LM agent's transcripts")
+    audit.add_argument("what", nargs="?", choices=["transcripts"], help="transcripts: audit FILE (JSONL transcripts)")
+    audit.add_argument("file", nargs="?", help="with transcripts: the JSONL file (schema: docs/agents.md)")
     audit.add_argument("--checkpoint", help="policy checkpoint (or run directory: its policies/seed-I)")
     audit.add_argument("--seed-index", type=_integer(), default=0, help="which seed of a run directory (default 0)")
     audit.add_argument("--env", default="mad", help="without --checkpoint: mad or arithmetic")
@@ -349,6 +354,73 @@ def _cmd_solve(args) -> None:
         print(f"  {q[a]:>10.6g}  {env.action_name(a)}")
 
 
+# ----- agents: play an LM agent through a protocol; audit its transcripts -----------------------
+def _cmd_agent_play(args) -> None:
+    from jaxcredit.agents import draw_problems, make_agent, play_into
+    from jaxcredit.envs import make
+
+    env = make(args.env, **({"family": args.family} if args.family else {}),
+               **({} if args.turns is None else {"max_turns": args.turns}))
+    agent, name = make_agent(args.agent, seed=args.seed, base_url=args.base_url, model=args.model,
+                             **({"api_key_env": args.api_key_env, "timeout": args.timeout, "retries": args.retries,
+                                 "temperature": args.temperature, "max_tokens": args.max_tokens, "system": args.system}
+                                if args.agent == "http" else {}))
+    summary = play_into(args.out, env, agent, draw_problems(env, args.problems, args.seed), agent_name=name,
+                        protocol=args.protocol, progress=not args.no_progress)
+    if args.json:
+        _print_json(summary)
+    else:
+        print(f"{name} on {env.name} ({args.protocol} protocol): solved {summary['solved']} of {summary['played']} "
+              f"played ({summary['problems']} drawn); transcripts in {summary['transcripts']}")
+    if summary["error"]:
+        raise CommandError(f"the agent failed: {summary['error']} (the transcripts keep what was played)")
+
+
+def _cmd_audit_transcripts(args) -> None:
+    from jaxcredit.analysis.lm_report import audit_transcript_file, transcript_audit_markdown
+
+    if args.file is None or not args.out:
+        raise CommandError("audit transcripts needs FILE and --out DIR")
+    bar = None
+    if not args.no_progress:
+        from tqdm import tqdm
+
+        bar = tqdm(desc="audit transcripts", unit="transcript", file=sys.stderr)
+    audit = audit_transcript_file(args.file, args.out, progress=None if bar is None else lambda: bar.update(1))
+    if bar is not None:
+        bar.close()
+    if args.json:
+        _print_json({"summary": audit["summary"], "transcripts": audit["transcripts"], "report": audit["report"]})
+    else:
+        print(transcript_audit_markdown(audit, source=args.file))
+        print(f"report {audit['report']}; per-turn labels and credit_labels.jsonl beside it")
+
+
+def _add_agent_commands(commands) -> None:
+    agent = commands.add_parser("agent", help="play a language-model agent through a text protocol")
+    agent_commands = agent.add_subparsers(dest="agent_command", required=True, metavar="COMMAND")
+    play = agent_commands.add_parser("play", help="play N problems, write transcripts JSONL to --out")
+    play.add_argument("--env", default="arithmetic", choices=["arithmetic", "mad"], help="which environment")
+    play.add_argument("--family", help="arithmetic problem family (default: default)")
+    play.add_argument("--protocol", default="text", choices=["text", "menu"], help="text commands or lettered menu")
+    play.add_argument("--agent", required=True, choices=["http", "uniform", "optimal"], help="which agent")
+    play.add_argument("--base-url", help="http: the OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+    play.add_argument("--model", help="http: the model name")
+    play.add_argument("--api-key-env", default="OPENAI_API_KEY", help="http: environment variable with the API key")
+    play.add_argument("--timeout", type=float, default=60.0, help="http: seconds per request (default 60)")
+    play.add_argument("--retries", type=_integer(0, 100), default=2, help="http: retries per request (default 2)")
+    play.add_argument("--temperature", type=float, default=0.0, help="http: sampling temperature (default 0)")
+    play.add_argument("--max-tokens", type=_integer(1), default=256, help="http: max tokens per reply")
+    play.add_argument("--system", help="http: a system message")
+    play.add_argument("--problems", type=_integer(1), default=10, help="how many problems (default 10)")
+    play.add_argument("--seed", type=_integer(), default=0, help="seed of the problems (and the uniform agent)")
+    play.add_argument("--turns", type=_integer(1, MAX_TURNS), help="max_turns per episode")
+    play.add_argument("--out", required=True, help="directory for transcripts.jsonl and summary.json")
+    play.add_argument("--no-progress", action="store_true", help="no progress bar")
+    play.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    play.set_defaults(handler=_cmd_agent_play)
+
+
 def _add_problem_options(parser, environments) -> None:
     """The problem syntax `play` and `solve` share (`jaxcredit.envs.parse_problem`)."""
     parser.add_argument("env", choices=environments, help="which environment")
@@ -419,6 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
     solve.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     solve.set_defaults(handler=_cmd_solve)
     _add_analysis_commands(commands, regimes=[*REGIMES, *RENAMED_REGIMES])
+    _add_agent_commands(commands)
     return parser
 
 

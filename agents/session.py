@@ -1,0 +1,83 @@
+"""A whole `jaxcredit agent play` session: build the agent, draw the problems, play into a directory.
+
+`play_into(out, env, agent, problems)` writes `out/transcripts.jsonl` one transcript per line as
+each episode ends (flushed to disk, so a crash or an agent failure loses nothing played) and,
+last, `out/summary.json`; the directory is locked (`jaxcredit.rundir_io.RunLock`) meanwhile.
+`make_agent(kind, ...)` builds `http`, `uniform` or `optimal`; `draw_problems(env, n, seed)` the
+seeded problems (arithmetic: the family's evaluation set `jaxcredit.envs.problems`).
+"""
+
+from __future__ import annotations
+
+import os
+
+import jax
+import numpy as np
+
+from jaxcredit.agents.http import ChatCompletionsAgent
+from jaxcredit.agents.loop import play
+from jaxcredit.agents.reference import OptimalAgent, UniformAgent
+from jaxcredit.env import Environment
+from jaxcredit.envs.arithmetic import Arithmetic
+from jaxcredit.envs.problems import problems as evaluation_set
+from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, write_json_atomic
+
+AGENTS = ("http", "uniform", "optimal")
+TRANSCRIPTS = "transcripts.jsonl"
+
+
+def make_agent(kind: str, *, seed: int = 0, base_url: str | None = None, model: str | None = None,
+               **http_options) -> tuple[object, str]:
+    """`(agent, name)` of the agent `kind` (`AGENTS`); `http` needs `base_url` and `model`."""
+    if kind == "uniform":
+        return UniformAgent(seed=seed), f"uniform (seed {seed})"
+    if kind == "optimal":
+        return OptimalAgent(), "optimal"
+    if kind == "http":
+        if not base_url or not model:
+            raise ValueError("the http agent needs --base-url and --model")
+        return ChatCompletionsAgent(base_url, model, **http_options), f"http:{model}"
+    raise ValueError(f"unknown agent {kind!r}; choices: {', '.join(AGENTS)}")
+
+
+def draw_problems(env: Environment, n: int, seed: int):
+    """`n` seeded problems of `env` (a batched problem pytree, leaves `[n, ...]`)."""
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"the number of problems must be an integer >= 1, got {n!r}")
+    if isinstance(env, Arithmetic):
+        drawn = evaluation_set(env.family, n, seed, count=env.count)
+        if int(np.max(drawn.numbers)) > env.number_limit:
+            raise ValueError(f"family {env.family!r} draws numbers above max_number {env.number_limit}")
+        return drawn
+    keys = jax.random.split(jax.random.key(seed), n)
+    return jax.tree_util.tree_map(np.asarray, jax.vmap(env.sample_problem)(keys))
+
+
+def _append_line(path: str, row: dict) -> None:
+    with open(path, "a") as f:
+        f.write(dumps_strict(row, sort_keys=True) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def play_into(out: str, env: Environment, agent, problems, *, agent_name: str, protocol: str = "text",
+              progress: bool = False, batched: bool = False) -> dict:
+    """Play `problems` into the directory `out` (see the module docstring); returns the summary:
+    problems, played, solved, success rate over the played, the agent's error (None) and paths."""
+    out = check_writable_dir(out)
+    path = os.path.join(out, TRANSCRIPTS)
+    with RunLock(out, "agent play"):
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            raise ValueError(f"--out {out} already holds {TRANSCRIPTS}; choose a new directory")
+        open(path, "w").close()
+        transcripts = play(env, agent, problems, protocol=protocol, agent_name=agent_name, progress=progress,
+                           batched=batched, on_transcript=lambda t: _append_line(path, t))
+        errors = [t["error"] for t in transcripts if t["error"]]
+        solved = sum(t["outcome"]["success"] for t in transcripts)
+        summary = {"agent": agent_name, "env": env.name, "protocol": protocol,
+                   "problems": len(jax.tree_util.tree_leaves(problems)[0]) if not isinstance(problems, list)
+                   else len(problems), "played": len(transcripts), "solved": solved,
+                   "success_rate": solved / len(transcripts) if transcripts else None,
+                   "error": errors[0] if errors else None, "transcripts": path}
+        write_json_atomic(os.path.join(out, "summary.json"), summary)
+    return summary

@@ -1,0 +1,164 @@
+"""Transcripts of agents playing through a protocol: the JSONL schema, its reader and validator, and replay.
+
+One transcript is one episode, one JSON object per line of a `.jsonl` file (`SCHEMA` names the
+version; fields marked * are required, the others are written by `jaxcredit.agents.play` and
+recomputed by the replay when absent):
+
+    {"schema": "jaxcredit.transcript/1", "id": "p0",  "agent": "http:my-model",
+     "env"*: "arithmetic", "env_config": {"family": "default"}, "protocol": "text",
+     "problem"*: {"numbers": [2, 3, 4, 5], "target": 14},      # mad: {"tape": "_ t04 _ _ t09 _ _ _"}
+     "turns"*: [{"turn": 0, "prompt": "...", "reply"*: "<ACT>COMBINE 2 + 3 = 5</ACT>",
+                 "action": "COMBINE 0 + 1", "action_id": 0, "refusal": null, "reward": 0.0, "done": false}, ...],
+     "outcome": {"status": "solved", "success": true, "return": 1.0, "turns": 4}, "error": null}
+
+`env` and `env_config` are `jaxcredit.envs.make(env, **env_config)`; `protocol` is `text` (the
+free-form commands) or `menu` (the lettered menu); `reply` is the agent's raw text, or null
+when the agent gave none (it failed: `error` says why, and the transcript ends there).
+`outcome.status` is `solved`, `out of turns`, `error` or `unfinished`. `replay` plays the
+replies again from the problem: the environment, not the file, decides what each reply did.
+
+Host-side only. Bad input raises `ValueError` naming the transcript (and turn) at fault.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from jaxcredit.env import Environment, State
+from jaxcredit.envs.arithmetic import Arithmetic
+from jaxcredit.envs.mad import BLANK, MadSelectiveCopy
+from jaxcredit.envs.menu_protocol import PROTOCOLS, make_protocol
+from jaxcredit.envs.registry import make
+from jaxcredit.envs.text_protocol import Refusal
+from jaxcredit.rundir_io import read_jsonl
+
+SCHEMA = "jaxcredit.transcript/1"
+STATUSES = ("solved", "out of turns", "error", "unfinished")
+
+
+def problem_to_json(env: Environment, problem: Any) -> dict:
+    """A problem as the schema's JSON: `{"numbers", "target"}` (arithmetic) or `{"tape"}` (mad)."""
+    if isinstance(env, Arithmetic):
+        return {"numbers": [int(x) for x in np.asarray(problem.numbers)], "target": int(np.asarray(problem.target))}
+    if isinstance(env, MadSelectiveCopy):
+        cells = ["_" if t == BLANK else f"t{t:02d}" for t in np.asarray(problem).tolist()]
+        return {"tape": " ".join(cells)}
+    raise ValueError(f"environment {env.name!r} has no transcript problem format; choices: arithmetic, mad")
+
+
+def problem_from_json(env: Environment, obj: Any) -> Any:
+    """The problem pytree of the schema's JSON (validated by the environment); raises `ValueError`."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"problem must be a JSON object, got {type(obj).__name__}")
+    if isinstance(env, Arithmetic):
+        if set(obj) != {"numbers", "target"}:
+            raise ValueError(f"arithmetic problem needs exactly the keys numbers and target, got {sorted(obj)}")
+        return env.make_problem(obj["numbers"], obj["target"])
+    if isinstance(env, MadSelectiveCopy):
+        if set(obj) != {"tape"}:
+            raise ValueError(f"mad problem needs exactly the key tape, got {sorted(obj)}")
+        tape = obj["tape"]
+        if isinstance(tape, str):
+            return env.parse_tape(tape)
+        if not isinstance(tape, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in tape):
+            raise ValueError("mad tape must be a string like '_ t04 _' or a list of token ids (-1 blank)")
+        array = np.asarray(tape, np.int64)
+        env.check_problem(array)
+        return array.astype(np.int32)
+    raise ValueError(f"environment {env.name!r} has no transcript problem format; choices: arithmetic, mad")
+
+
+def validate_transcript(row: Any, *, where: str = "transcript") -> dict:
+    """`row` with its optional fields filled in, after checking the schema; raises `ValueError`."""
+    if not isinstance(row, dict):
+        raise ValueError(f"{where} is not a JSON object")
+    if row.get("schema", SCHEMA) != SCHEMA:
+        raise ValueError(f"{where}: unknown schema {row.get('schema')!r}; this reader knows {SCHEMA}")
+    for key in ("env", "problem", "turns"):
+        if key not in row:
+            raise ValueError(f"{where}: missing required field {key!r}")
+    if not isinstance(row["env"], str):
+        raise ValueError(f"{where}: env must be a string")
+    config = row.get("env_config") or {}
+    if not isinstance(config, dict):
+        raise ValueError(f"{where}: env_config must be a JSON object")
+    protocol = row.get("protocol", "text")
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"{where}: unknown protocol {protocol!r}; choices: {', '.join(PROTOCOLS)}")
+    turns = row["turns"]
+    if not isinstance(turns, list):
+        raise ValueError(f"{where}: turns must be a list")
+    for k, turn in enumerate(turns):
+        if not isinstance(turn, dict) or "reply" not in turn:
+            raise ValueError(f"{where} turn {k}: each turn must be an object with a reply")
+        if turn["reply"] is None and k != len(turns) - 1:
+            raise ValueError(f"{where} turn {k}: only the last turn may have no reply (the agent failed)")
+        if turn["reply"] is not None and not isinstance(turn["reply"], str):
+            raise ValueError(f"{where} turn {k}: reply must be a string or null")
+    return {**row, "schema": SCHEMA, "env_config": config, "protocol": protocol}
+
+
+def read_transcripts(path: str) -> list[dict]:
+    """Every transcript of a JSONL file, validated (`validate_transcript`), ids filled in."""
+    rows = read_jsonl(path)
+    out = []
+    for number, row in enumerate(rows, start=1):
+        row = validate_transcript(row, where=f"{path} line {number}")
+        out.append({**row, "id": row.get("id", f"line-{number}")})
+    if not out:
+        raise ValueError(f"{path} holds no transcripts")
+    return out
+
+
+class Replay(NamedTuple):
+    """A transcript played again: `states[k]` is the state before turn k (`states[-1]` after the
+    last turn), `parsed[k]` the action id or `Refusal` of turn k's reply (None: no reply)."""
+
+    env: Environment
+    protocol: Any
+    states: list[State]
+    parsed: list[int | Refusal | None]
+
+
+def environment_of(transcript: dict) -> Environment:
+    """The environment a transcript was played in; raises `ValueError` naming it when unknown."""
+    return make(transcript["env"], **transcript.get("env_config", {}))
+
+
+def replay(transcript: dict, *, env: Environment | None = None) -> Replay:
+    """Play a validated transcript's replies again from its problem (see `Replay`).
+
+    Raises `ValueError` when a turn comes after the episode ended or the problem is invalid.
+    """
+    where = f"transcript {transcript.get('id', '?')}"
+    env = environment_of(transcript) if env is None else env
+    protocol = make_protocol(env, transcript.get("protocol", "text"))
+    try:
+        state = env.init_problem(problem_from_json(env, transcript["problem"]))
+    except ValueError as error:
+        raise ValueError(f"{where}: {error}") from None
+    states, parsed = [state], []
+    for k, turn in enumerate(transcript["turns"]):
+        if bool(state.done):
+            raise ValueError(f"{where} turn {k}: the episode had already ended")
+        if turn["reply"] is None:
+            parsed.append(None)
+            break
+        state, result = protocol.step(state, turn["reply"])
+        states.append(state)
+        parsed.append(result)
+    return Replay(env=env, protocol=protocol, states=states, parsed=parsed)
+
+
+def outcome_of(state: State, *, error: str | None = None) -> dict:
+    """The schema's `outcome` of an episode whose last state is `state`."""
+    if bool(state.terminated):
+        status = "solved" if float(state.reward) > 0 else "unfinished"
+    elif bool(state.truncated):
+        status = "out of turns"
+    else:
+        status = "error" if error is not None else "unfinished"
+    return {"status": status, "success": bool(state.terminated) and float(state.reward) > 0,
+            "return": float(state.reward) if bool(state.terminated) else 0.0, "turns": int(state.turn)}
