@@ -1,6 +1,6 @@
-"""jaxcredit environments: MAD selective copy, interactive arithmetic, their references, problem
-families, text protocols, `make()` by name or versioned id, and adapters in gymnax's and
-jumanji's shapes (`make_gymnax`, `make_jumanji`)."""
+"""jaxcredit environments: MAD selective copy, interactive arithmetic, Routine (decision density),
+their references, problem families, text protocols, `make()` by name or versioned id, and adapters
+in gymnax's and jumanji's shapes (`make_gymnax`, `make_jumanji`)."""
 
 from jaxcredit.envs.arithmetic import Arithmetic, ArithmeticState
 from jaxcredit.envs.arithmetic_reference import ArithmeticReference
@@ -18,9 +18,12 @@ from jaxcredit.envs.registry import (
     make_jumanji,
     make_reference,
 )
+from jaxcredit.envs.routine import Routine, RoutineProblem
+from jaxcredit.envs.routine_reference import RoutineReference
 
 __all__ = [
     "BLANK", "ENCODINGS", "ENVIRONMENT_IDS", "ENVIRONMENTS", "FAMILIES", "REFERENCES", "Arithmetic",
     "ArithmeticProblem", "ArithmeticReference", "ArithmeticState", "Family", "JumanjiAdapter", "MadReference",
-    "MadSelectiveCopy", "make", "make_gymnax", "make_jumanji", "make_reference", "problems", "solve",
+    "MadSelectiveCopy", "Routine", "RoutineProblem", "RoutineReference", "make", "make_gymnax", "make_jumanji",
+    "make_reference", "problems", "solve",
 ]
