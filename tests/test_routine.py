@@ -21,20 +21,13 @@ def probabilistic():
                 placement="fixed")
 
 
-def test_conformance_and_oracle(probabilistic):
-    check_environment(probabilistic, reference=make_reference(probabilistic), num_episodes=32)
-
-
-def test_oracle_fatal():
+def test_conformance_and_oracle():
     fatal = make("Routine-v0", horizon=6, density=0.5)
-    initial, states, actions = rollout_random(fatal, seed=3, num_episodes=150, num_steps=8, illegal_fraction=0.1)
-    check_against_reference(fatal, make_reference(fatal), initial, states, actions)
-    assert np.asarray(states.rejected).any() and np.asarray(states.terminated).any()
-    assert set(np.asarray(states.reward)[-1].tolist()) <= {0.0, 1.0}
+    check_environment(fatal, reference=make_reference(fatal), num_episodes=48, illegal_fraction=0.1)
 
 
 def test_oracle_many_random_sequences(probabilistic):
-    initial, states, actions = rollout_random(probabilistic, seed=11, num_episodes=200, num_steps=6,
+    initial, states, actions = rollout_random(probabilistic, seed=11, num_episodes=300, num_steps=6,
                                               illegal_fraction=0.05)
     check_against_reference(probabilistic, make_reference(probabilistic), initial, states, actions)
     final = np.asarray(states.reward)[probabilistic.horizon - 1]
@@ -136,7 +129,7 @@ def test_text_protocol():
 
 
 def test_gymnax_adapter():
-    adapter, params = make_gymnax("Routine-v0", reset_pool=4, horizon=3, density=1.0)
+    adapter, params = make_gymnax("Routine-v0", reset_pool=0, horizon=3, density=1.0)
     obs, state = adapter.reset(jax.random.key(0), params)
     assert obs.shape == (2 * adapter.env.vocab_size,) and adapter.num_actions == 2
     right = state.state.problem.right

@@ -46,3 +46,14 @@ def test_predicted_ratio_hand_value():
 def test_snr_command_bad_input(argv, message, capsys):
     assert main(["snr", *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_density_study_preset_builds_every_cell():
+    from jaxcredit.train import get_preset
+
+    spec = get_preset("density-study")
+    cells = spec.cell_configs()
+    assert len(cells) == 2 * 3 * 4  # regimes x credits x densities
+    config = cells[("fixed-steps", "exact-rho0.5")]
+    assert config.env == "routine" and config.credit == "exact" and config.budget_counter == "total_env_steps"
+    assert dict(config.env_overrides) == {"horizon": 8, "density": 0.5}
