@@ -12,8 +12,8 @@ current policy from the solver) and `mc` (`Q̂ - V̂` from K forced-action conti
 `snr_summary` turns the sums into, per density and estimator, the SNR `(||ḡ||² - tr Σ̂ / N) / tr Σ̂`
 (the squared norm of the mean gradient, debiased for the noise of the mean, over the trace of the
 covariance of one batch's gradient), the median over parameters of the same ratio per parameter,
-and the ratio of each estimator's SNR to outcome's; then the log-log fit of the ratio against ρ
-(slope, R², and a jackknife-over-blocks 95% interval for the slope). `predicted_ratio` is the
+and the ratio of each estimator's SNR to outcome's; then the log-log fit of the ratio against the
+realised density ρ = D / H (slope, R², and a jackknife-over-blocks 95% interval for the slope). `predicted_ratio` is the
 closed form derived in docs/density.md for the tabular policy at uniform init with the rloo or
 mean baseline.
 
@@ -226,11 +226,13 @@ def predicted_ratio(*, horizon: int, num_decisions: int, num_choices: int, failu
 
 
 def predicted_slope(env: Routine, densities, *, group_size: int) -> tuple[float, list[float]]:
-    """`(slope, ratios)`: the log-log least-squares slope of `predicted_ratio` over `densities`."""
-    ratios = [predicted_ratio(horizon=env.horizon, num_decisions=num_decisions_of(d, env.horizon),
-                              num_choices=env.num_choices, failure=env.failure, survival=env.survival,
-                              group_size=group_size, placement=env.placement) for d in densities]
-    return fit_loglog(np.asarray(densities, np.float64), np.asarray(ratios))[0], ratios
+    """`(slope, ratios)`: the log-log least-squares slope of `predicted_ratio` against the realised
+    densities D / H of `densities`."""
+    counts = [num_decisions_of(d, env.horizon) for d in densities]
+    ratios = [predicted_ratio(horizon=env.horizon, num_decisions=count, num_choices=env.num_choices,
+                              failure=env.failure, survival=env.survival, group_size=group_size,
+                              placement=env.placement) for count in counts]
+    return fit_loglog(np.asarray(counts, np.float64) / env.horizon, np.asarray(ratios))[0], ratios
 
 
 def decision_counts(densities, horizon: int) -> list[int]:
@@ -247,8 +249,9 @@ def measure_snr(env: Routine, policy_fn, params: Any, config: SnrConfig) -> dict
     summarise it. Raises `ValueError` for a density that rounds to no decision at this horizon."""
     counts = decision_counts(config.densities, env.horizon)
     sums, squares = gradient_moments(env, policy_fn, params, jnp.asarray(counts), config=config)
-    summary = snr_summary(jax.device_get(sums), jax.device_get(squares), config=config,
-                          densities=np.asarray(config.densities, np.float64))
+    realised = np.asarray(counts, np.float64) / env.horizon  # D / H: the fit's x (0.2 x 16 gives 3/16)
+    summary = snr_summary(jax.device_get(sums), jax.device_get(squares), config=config, densities=realised)
+    summary["requested_densities"] = list(config.densities)
     summary["num_decisions"] = counts
     return summary
 
@@ -290,10 +293,11 @@ def plot_ratio(summary: dict, path: str, *, title: str = "") -> str:
 def format_table(summary: dict) -> str:
     """Host: the summary as a plain-text table, one row per density, then the fits."""
     names = summary["estimators"]
-    head = ["density", "D"] + [f"SNR {n}" for n in names] + [f"median {n}" for n in names] + list(summary["ratio"])
+    head = ["asked", "D", "rho=D/H"] + [f"SNR {n}" for n in names] + [f"median {n}" for n in names]
+    head += list(summary["ratio"])
     rows = [head]
     for i, d in enumerate(summary["densities"]):
-        row = [f"{d:g}", str(summary["num_decisions"][i])]
+        row = [f"{summary['requested_densities'][i]:g}", str(summary["num_decisions"][i]), f"{d:.4g}"]
         row += [f"{summary['snr'][n][i]:.4g}" for n in names]
         row += [f"{summary['median_parameter_snr'][n][i]:.3g}" for n in names]
         row += [f"{r[i]:.3g}" for r in summary["ratio"].values()]
