@@ -75,7 +75,7 @@ def play(env: Environment, agent: Any, problems: Any, *, protocol: str = "text",
     """Play every problem to the end through `protocol` and return one transcript per problem played.
 
     `problems`: a list of problems or a batched problem pytree (leaves `[N, ...]`, e.g.
-    `jaxcredit.envs.problems(...)`). `on_transcript(transcript)` is called as each episode ends
+    `jaxcredit.envs.problem_set(...)`). `on_transcript(transcript)` is called as each episode ends
     (write it out there, so nothing is lost on a crash). `ids` name the transcripts (default
     `p0, p1, ...`). After an agent error the loop stops: the problems not started have no
     transcript. Raises `ValueError` for a bad protocol, agent or reply type.

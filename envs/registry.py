@@ -1,8 +1,8 @@
 """`make(name, **overrides)`: build an environment by name or versioned id, with clear errors for
 bad input; `make_gymnax` and `make_jumanji` wrap it for trainers written against those APIs.
 
-Names: `"mad"` and `"arithmetic"` (the environments' own names, used in configs and run
-directories) and the versioned ids `"MAD-v0"` and `"Arithmetic-v0"` (as gymnax, pgx and jumanji
+Names: `"mad"`, `"arithmetic"` and `"routine"` (the environments' own names, used in configs and
+run directories) and the versioned ids `"MAD-v0"`, `"Arithmetic-v0"` and `"Routine-v0"` (as gymnax, pgx and jumanji
 users make environments). An id names fixed rules and defaults: a change to either gets a new
 version, while the plain names always mean the current code.
 """
@@ -16,11 +16,14 @@ from jaxcredit.envs.arithmetic import Arithmetic
 from jaxcredit.envs.arithmetic_reference import ArithmeticReference
 from jaxcredit.envs.mad import MadSelectiveCopy
 from jaxcredit.envs.mad_reference import MadReference
+from jaxcredit.envs.routine import Routine
+from jaxcredit.envs.routine_reference import RoutineReference
 
-ENVIRONMENTS: dict[str, type[Environment]] = {"mad": MadSelectiveCopy, "arithmetic": Arithmetic}
-ENVIRONMENT_IDS: dict[str, str] = {"MAD-v0": "mad", "Arithmetic-v0": "arithmetic"}
+ENVIRONMENTS: dict[str, type[Environment]] = {"mad": MadSelectiveCopy, "arithmetic": Arithmetic, "routine": Routine}
+ENVIRONMENT_IDS: dict[str, str] = {"MAD-v0": "mad", "Arithmetic-v0": "arithmetic", "Routine-v0": "routine"}
 # the plain-Python implementations of each environment (tests and benchmarks compare against them)
-REFERENCE_IMPLEMENTATIONS: dict[str, type] = {"mad": MadReference, "arithmetic": ArithmeticReference}
+REFERENCE_IMPLEMENTATIONS: dict[str, type] = {"mad": MadReference, "arithmetic": ArithmeticReference,
+                                             "routine": RoutineReference}
 
 
 def _lookup(table: dict, name: str):

@@ -1,6 +1,6 @@
 """Text protocols for language-model agents: a prompt for a state, and a strict, linear-time parser.
 
-`text_protocol(env)` returns the protocol of an environment (`ArithmeticText` or `MadText`):
+`text_protocol(env)` returns the protocol of an environment (`ArithmeticText`, `MadText`, `RoutineText`):
 `render_prompt(state)` shows the position in words, `parse(text, state)` turns one reply into an
 action id or a `Refusal` with a reason, `reply(state, action)` is the canonical reply of an
 action (what the reference agents answer), and `step(state, text)` plays a reply. A refusal is
@@ -11,6 +11,7 @@ Arithmetic grammar (whitespace is space, tab, CR, LF; optional between parts and
 reply; keywords and tags are case-sensitive; numbers are 1-10 ASCII digits):
 `<ACT>COMBINE a op b = c</ACT>` | `<ACT>UNDO</ACT>` | `<FINAL>n</FINAL>`, op one of `OP_SPELLINGS`.
 MAD grammar: `select N` | `unselect N` | `submit` (lowercase, whitespace between the word and N).
+Routine grammar: `choose N` (lowercase, whitespace between the word and N).
 The parsers are single-pass scanners that stop at the first surplus part, so their time is
 linear in the text (whitespace runs are skipped at C speed: 10 MB in well under 0.5 s) and they
 never raise.
@@ -28,6 +29,7 @@ from jaxcredit.env import Environment, State
 from jaxcredit.envs.arithmetic import Arithmetic
 from jaxcredit.envs.mad import BLANK, MadSelectiveCopy
 from jaxcredit.envs.problems import OPS, apply_op
+from jaxcredit.envs.routine import Routine
 
 WHITESPACE = " \t\r\n"
 OP_SPELLINGS = {"+": 0, "-": 1, "\u2212": 1, "*": 2, "x": 2, "\u00d7": 2, "/": 3, "\u00f7": 3}
@@ -238,16 +240,65 @@ class MadText:
         return _play(self.env, self, state, text)
 
 
+class RoutineText:
+    """The text protocol of `Routine`: `choose N`."""
+
+    def __init__(self, env: Routine):
+        self.env = env
+
+    def render_prompt(self, state: State) -> str:
+        """The prompt for one unbatched state: the rule, this turn's cue, turns left."""
+        env, host = self.env, _host(state)
+        k = min(int(host.env_state.progress), env.horizon - 1)
+        if bool(host.problem.decision[k]):
+            cue = f"Decision turn: the right choice is {int(host.problem.right[k])}; any other choice is a mistake."
+        else:
+            cue = "Routine turn: every choice is equally good, but you must choose one."
+        return (
+            f"Each turn, choose one of 0..{env.num_choices - 1}. Mistakes on decision turns lower the final "
+            "success.\n"
+            f"Turn {int(host.env_state.progress) + 1} of {env.horizon}. {cue}\n"
+            f"Turns left: {env.max_turns - int(host.turn)}\n"
+            "Reply with exactly: choose N"
+        )
+
+    def parse(self, text: str, state: State) -> int | Refusal:
+        """One reply -> an action id legal in `state`, or a `Refusal` with its reason. Never raises."""
+        if not isinstance(text, str):
+            return Refusal("malformed: the reply is not text")
+        stripped = text.strip(WHITESPACE)
+        parts = _scan(stripped, word_chars=("a", "z"))
+        if isinstance(parts, Refusal):
+            return parts
+        if [kind for kind, _ in parts] != ["word", "num"] or parts[0][1] != "choose":
+            return Refusal("malformed: expected choose N")
+        if stripped[len("choose")] not in WHITESPACE:
+            return Refusal("malformed: put a space between choose and the number")
+        host = _host(state)
+        if bool(host.terminated | host.truncated):
+            return Refusal("the episode has ended")
+        choice = parts[1][1]
+        if choice >= self.env.num_choices:
+            return Refusal(f"no choice {choice}; choices are 0..{self.env.num_choices - 1}")
+        return choice
+
+    def step(self, state: State, text: str) -> tuple[State, int | Refusal]:
+        """Parse `text` and play it: the action, or an out-of-range action for a refusal."""
+        return _play(self.env, self, state, text)
+
+
 def _play(env: Environment, protocol, state: State, text: str) -> tuple[State, int | Refusal]:
     parsed = protocol.parse(text, state)
     action = env.num_actions if isinstance(parsed, Refusal) else parsed  # out of range: refused
     return env.step(state, action), parsed
 
 
-def text_protocol(env: Environment) -> ArithmeticText | MadText:
+def text_protocol(env: Environment) -> ArithmeticText | MadText | RoutineText:
     """The text protocol of `env`; raises `ValueError` for an environment without one."""
     if isinstance(env, Arithmetic):
         return ArithmeticText(env)
     if isinstance(env, MadSelectiveCopy):
         return MadText(env)
-    raise ValueError(f"environment {env.name!r} has no text protocol; choices: arithmetic, mad")
+    if isinstance(env, Routine):
+        return RoutineText(env)
+    raise ValueError(f"environment {env.name!r} has no text protocol; choices: arithmetic, mad, routine")

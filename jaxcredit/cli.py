@@ -254,7 +254,89 @@ def _cmd_compare(args) -> None:
     print(f"  interval: {interval_description(result['final_success']['num_seeds'])}")
 
 
+def _cmd_snr(args) -> None:
+    from jaxcredit.analysis.snr import (
+        SnrConfig,
+        decision_counts,
+        format_table,
+        plot_ratio,
+        run_snr,
+        tabular_policy,
+    )
+    from jaxcredit.envs import make
+    from jaxcredit.policy import PolicyConfig, make_policy
+
+    if args.env != "routine":
+        raise CommandError(f"snr measures the routine environment, not {args.env!r}")
+    try:
+        densities = tuple(float(x) for x in args.density.split(","))
+    except ValueError:
+        raise CommandError(f"--density must be comma-separated numbers, got {args.density!r}") from None
+    config = SnrConfig(densities=densities, estimators=tuple(args.estimators.split(",")), num_batches=args.batches,
+                       num_blocks=args.blocks, problems_per_batch=args.problems, group_size=args.group_size,
+                       baseline=args.baseline, mc_continuations=args.continuations, seed=args.seed)
+    env_config = dict(horizon=args.horizon, num_choices=args.num_choices, failure=args.failure,
+                      survival=args.survival, placement=args.placement, density=1.0)
+    if args.checkpoint:
+        from jaxcredit.checkpoint import load_policy_checkpoint
+
+        loaded = load_policy_checkpoint(args.checkpoint, make=make, env_name="routine")
+        policy_fn, params, env = loaded.policy_fn, loaded.params, loaded.env
+        policy = "checkpoint"
+    else:
+        env = make("routine", **env_config)
+        policy = args.policy
+        if policy == "tabular":
+            init_fn, policy_fn = tabular_policy(env)
+        elif policy == "network":
+            init_fn, policy_fn = make_policy(PolicyConfig(), env)[:2]
+        else:
+            raise CommandError(f"--policy must be network or tabular, got {policy!r}")
+        decision_counts(densities, env.horizon)  # before the network is built
+        import jax
+
+        params = init_fn(jax.random.key(args.seed))
+    summary = run_snr(env, policy_fn, params, config, policy=policy)
+    if args.out:
+        from jaxcredit.rundir_io import make_dirs, write_json_atomic
+
+        make_dirs(check_writable_dir(args.out))
+        write_json_atomic(os.path.join(args.out, "snr.json"), summary)
+        summary["plot"] = plot_ratio(summary, os.path.join(args.out, "snr.png"),
+                                     title=f"routine H={env.horizon} C={env.num_choices} {env.failure}, {policy}")
+    if args.json:
+        _print_json(summary)
+    else:
+        print(format_table(summary))
+        print(f"({summary['seconds']} s)" + (f"; wrote {args.out}/snr.json and snr.png" if args.out else ""))
+
+
+def _add_snr_command(commands) -> None:
+    snr = commands.add_parser("snr", help="gradient SNR of outcome, exact and mc credit across decision densities")
+    snr.add_argument("--env", default="routine", help="routine (the only environment with a density)")
+    snr.add_argument("--density", default="0.05,0.1,0.2,0.4,0.8,1.0", help="comma-separated densities in (0, 1]")
+    snr.add_argument("--horizon", type=_integer(1), default=16, help="turns per episode (default 16)")
+    snr.add_argument("--num-choices", type=_integer(2), default=2, help="actions per turn (default 2)")
+    snr.add_argument("--failure", default="fatal", help="fatal or probabilistic")
+    snr.add_argument("--survival", type=float, default=0.5, help="probabilistic: success kept per wrong decision")
+    snr.add_argument("--placement", default="random", help="random or fixed decision turns")
+    snr.add_argument("--checkpoint", default=None, help="a policy checkpoint directory (default: untrained)")
+    snr.add_argument("--policy", default="network", help="untrained policy: network (default) or tabular")
+    snr.add_argument("--estimators", default="outcome,exact,mc", help="comma-separated: outcome,exact,mc")
+    snr.add_argument("--baseline", default="grpo", help="outcome baseline: grpo, rloo or mean")
+    snr.add_argument("--batches", type=_integer(2), default=256, help="independent batches per density")
+    snr.add_argument("--blocks", type=_integer(2), default=8, help="jackknife blocks (divides --batches)")
+    snr.add_argument("--problems", type=_integer(1), default=8, help="problems per batch")
+    snr.add_argument("--group-size", type=_integer(2), default=4, help="attempts per problem")
+    snr.add_argument("--continuations", type=_integer(1), default=4, help="mc: continuations per forced action")
+    snr.add_argument("--seed", type=_integer(), default=0, help="seed of the batches and the initial policy")
+    snr.add_argument("--out", default=None, help="directory for snr.json and snr.png")
+    snr.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    snr.set_defaults(handler=_cmd_snr)
+
+
 def _add_analysis_commands(commands, *, regimes) -> None:
+    _add_snr_command(commands)
     audit = commands.add_parser("audit", help="label reliability audit of a policy's Monte Carlo action credit; "
                                               "`audit transcripts FILE --out DIR`: audit an LM agent's transcripts")
     audit.add_argument("what", nargs="?", choices=["transcripts"], help="transcripts: audit FILE (JSONL transcripts)")

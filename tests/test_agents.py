@@ -11,7 +11,7 @@ import pytest
 from jaxcredit.agents import ChatCompletionsAgent, OptimalAgent, ScriptedAgent, play
 from jaxcredit.analysis.lm_audit import audit_transcripts, credit_labels
 from jaxcredit.cli import main
-from jaxcredit.envs import FAMILIES, make, problems
+from jaxcredit.envs import FAMILIES, make, problem_set
 from jaxcredit.envs.transcripts import read_transcripts
 
 # One environment for every test here (one compile of each solver): numbers up to 99 hold every family's problems.
@@ -71,7 +71,7 @@ def test_credit_labels_export(scripted_audit):
 
 def test_optimal_agent_solves_every_family_through_text():
     for family in FAMILIES:
-        transcripts = play(ENV, OptimalAgent(), problems(family, 3, seed=11))
+        transcripts = play(ENV, OptimalAgent(), problem_set(family, 3, seed=11))
         assert all(t["outcome"]["success"] for t in transcripts), family
         # the quickest optimal path: C - 1 combinations then FINAL, never a refusal
         assert all(len(t["turns"]) == ENV.count and not any(x["refusal"] for x in t["turns"]) for t in transcripts)

@@ -4,7 +4,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxcredit.envs import problems
+from jaxcredit.envs import problem_set
 from jaxcredit.envs.menu_protocol import label, label_index, make_protocol
 from jaxcredit.envs.text_protocol import Refusal
 
@@ -18,7 +18,7 @@ def _random_states(env, n, seed):
     """States after a uniformly random number of uniformly random legal actions, on host-drawn problems."""
     rng = np.random.default_rng(seed)
     if env.name == "arithmetic":
-        drawn = problems("default", n, seed)
+        drawn = problem_set("default", n, seed)
         starts = [jax.tree_util.tree_map(lambda x, i=i: x[i], drawn) for i in range(n)]
     else:
         starts = [np.where(rng.random(env.length) < 0.5, rng.integers(0, env.num_tokens, env.length), -1)

@@ -13,6 +13,10 @@ makes a study long: its length is the label arms' label work, in outcome iterati
   values under the current policy) vs `solver-optimal`, evaluated on every family. (Sweeps written
   before `solver-uniform` was renamed call it `exact-uniform`: they still read, and resuming one
   says so.)
+- `density-study`: Routine (fatal, horizon 8, 2 choices) at densities 1/8, 1/4, 1/2, 1 (1, 2, 4, 8
+  decisions), outcome vs exact vs mc at each, 3 paired seeds; regimes `attempts` and `fixed-steps`
+  only (every arm the same total env steps: the matched-cost comparison). No `matched` regime: it
+  would pair every label-free arm with every label arm, across densities. See docs/density.md.
 """
 
 from __future__ import annotations
@@ -20,6 +24,16 @@ from __future__ import annotations
 from jaxcredit.train.sweep import SweepSpec
 
 _SMALL_MAD = {"length": 5, "num_tokens": 4, "min_useful": 1, "max_useful": 2, "max_turns": 8}
+DENSITY_STUDY_DENSITIES = (0.125, 0.25, 0.5, 1.0)
+_DENSITY_CREDITS = {"outcome": {"credit": "outcome"}, "exact": {"credit": "exact"},
+                    "mc": {"credit": "mc", "mc_continuations": 2}}
+
+
+def _density_arms() -> dict:
+    """`{credit}-rho{density}` -> config fields: every credit at every density (Routine, fatal, H = 8)."""
+    return {f"{name}-rho{density:g}": {**fields, "env_overrides": {"horizon": 8, "density": density}}
+            for density in DENSITY_STUDY_DENSITIES for name, fields in _DENSITY_CREDITS.items()}
+
 
 PRESETS: dict[str, SweepSpec] = {
     "quick": SweepSpec(
@@ -55,6 +69,18 @@ PRESETS: dict[str, SweepSpec] = {
         budgets={"attempts": 4_000, "fixed-steps": 2_000_000},
         cpu_minutes="about 50 for attempts and fixed-steps, plus about 3 hours for matched (estimate: outcome "
                     "to the exact arms' ~12M env steps)",
+    ),
+    "density-study": SweepSpec(
+        name="density-study",
+        description="Routine (fatal, H=8), outcome vs exact vs mc (K=2) at densities 1/8..1, equal attempts and "
+                    "equal total env steps, 3 paired seeds",
+        base={"env": "routine", "learning_rate": 3e-3, "num_seeds": 3, "num_evals": 8, "eval_problems": 256,
+              "problems_per_iteration": 16, "attempts_per_problem": 4, "holdout_fraction": 0.0},
+        arms=_density_arms(),
+        budgets={"attempts": 8_000, "fixed-steps": 400_000},
+        reference_arm="outcome-rho0.125",
+        regimes=("attempts", "fixed-steps"),
+        cpu_minutes="not measured yet",
     ),
 }
 

@@ -1,0 +1,256 @@
+"""Routine: an episode of `horizon` turns of which exactly `round(density * horizon)` are decisions.
+
+The decision-density environment. Every turn the agent picks one of `num_choices` actions (all
+legal). At a *decision* turn one action is right and the observation shows which; a wrong choice
+lowers the final success. At a *routine* turn every action is equivalent: all lead to the same
+next position, so the return distribution does not depend on the choice, yet something must be
+chosen -- a trajectory-level (outcome) gradient still pays the variance of the routine actions'
+scores. The exact solver's `Q - V` is therefore 0 on every routine turn and non-zero on every
+decision turn (tested), which makes the environment a controlled lab for the decision density
+ρ = decisions / turns.
+
+A problem (`RoutineProblem`) is the decision layout: `decision` bool `[H]` (exactly
+`D = round(density * H)` True, rounded half up) and `right` int32 `[H]` (the right action at a
+decision turn, 0 at routine turns). `placement`: `"random"` draws the D decision turns uniformly
+among the H turns for every problem; `"fixed"` puts them at `floor((2j + 1) H / (2D))`,
+`j = 0..D-1` (evenly spread). The right actions are uniform in `[0, num_choices)` either way.
+
+The episode always lasts `horizon` accepted actions; the last one terminates it with reward
+`success(w)`, w the number of wrong decisions: `failure="fatal"` gives 1 when w = 0 and 0
+otherwise; `failure="probabilistic"` gives `survival ** w` (each wrong decision keeps the
+success with probability `survival`; steps are deterministic, so the reward is that success
+probability itself, rounded to float32). Rewards are 0 elsewhere.
+
+Action layout (A = num_choices): action c is "choose c". Every action is legal while the episode
+is live. The turn limit is `max_turns = horizon`, so a refused (out-of-range) action, which uses
+a turn and changes nothing else, leaves the episode short of its end: it truncates with reward 0.
+
+Observation (L = 2, vocabulary H + 2 + C): `[progress, cue]` with progress k in `[0, H]` the
+number of accepted actions (token k) and cue `H + 1` at a routine turn or `H + 2 + right` at a
+decision turn (routine once the episode has ended).
+
+Positions: `(k, w)` for k in `[0, H)` and w in `[0, W]` (W = 1 fatal, w capped at 1; W = H
+probabilistic), index `k (W + 1) + w`, S = H (W + 1); valid when w is at most the number of
+decisions before turn k. S = 1,056 at H = 32 (probabilistic), so the exact solver is cheap.
+
+Shape letters: H turns (the horizon), A actions, L observation length, S positions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxcredit.env import Environment, State
+from jaxcredit.validation import require_float, require_int
+
+MAX_HORIZON = 128
+PLACEMENTS = ("random", "fixed")
+FAILURES = ("fatal", "probabilistic")
+
+
+def _compiled(method):
+    """Jit a method once per configuration (`self` is static: a frozen, hashable dataclass), as
+    arithmetic does: inlined under an outer jit; eager callers (the conformance check, the text
+    protocol) dispatch one compiled computation instead of many small ops."""
+    jitted = jax.jit(method, static_argnums=0)
+
+    @functools.wraps(method)
+    def call(self, *args):
+        return jitted(self, *args)
+
+    return call
+
+
+@struct.dataclass
+class RoutineProblem:
+    """One decision layout. `decision` bool `[H]`; `right` int32 `[H]` (0 at routine turns)."""
+
+    decision: jax.Array
+    right: jax.Array
+
+
+@struct.dataclass
+class RoutineState:
+    """`progress` int32 `[]` (accepted actions, k) and `wrong` int32 `[]` (w, capped at W)."""
+
+    progress: jax.Array
+    wrong: jax.Array
+
+
+def num_decisions_of(density: float, horizon: int) -> int:
+    """Host: D = `round(density * horizon)`, rounded half up (not Python's half-to-even)."""
+    return int(np.floor(density * horizon + 0.5))
+
+
+def decision_layout(key: jax.Array, *, horizon: int, num_decisions: jax.Array, placement: str,
+                    num_choices: int) -> RoutineProblem:
+    """A `RoutineProblem` with `num_decisions` (int `[]`, may be traced, in `[0, horizon]`) decision
+    turns placed by `placement` and uniform right actions. Consumes `key`."""
+    place_key, right_key = jax.random.split(key)
+    turns = jnp.arange(horizon)
+    num_decisions = jnp.asarray(num_decisions, jnp.int32)
+    if placement == "random":
+        rank = jnp.argsort(jax.random.permutation(place_key, horizon))
+        decision = rank < num_decisions
+    elif placement == "fixed":
+        spots = ((2 * turns + 1) * horizon) // jnp.maximum(2 * num_decisions, 1)  # j = 0..H-1
+        used = turns < num_decisions
+        decision = jnp.any((spots[None, :] == turns[:, None]) & used[None, :], axis=1)
+    else:
+        raise ValueError(f"unknown routine placement {placement!r}; choices: {', '.join(PLACEMENTS)}")
+    right = jax.random.randint(right_key, (horizon,), 0, num_choices)
+    return RoutineProblem(decision=decision, right=jnp.where(decision, right, 0).astype(jnp.int32))
+
+
+@dataclasses.dataclass(frozen=True)
+class Routine(Environment):
+    """The decision-density environment. See the module docstring for the rules and layouts."""
+
+    horizon: int = 16
+    density: float = 0.25
+    placement: str = "random"
+    num_choices: int = 2
+    failure: str = "fatal"
+    survival: float = 0.5
+    name: ClassVar[str] = "routine"
+
+    def __post_init__(self):
+        owner = "routine"
+        require_int(f"{owner}.horizon", self.horizon, 1, MAX_HORIZON)
+        require_float(f"{owner}.density", self.density, 0.0, 1.0)
+        require_int(f"{owner}.num_choices", self.num_choices, 2, 64)
+        require_float(f"{owner}.survival", self.survival, 0.0, 1.0)
+        if self.placement not in PLACEMENTS:
+            raise ValueError(f"routine.placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
+        if self.failure not in FAILURES:
+            raise ValueError(f"routine.failure must be one of {', '.join(FAILURES)}, got {self.failure!r}")
+        if self.num_decisions < 1:
+            raise ValueError(f"routine.density {self.density:g} x horizon {self.horizon} rounds to 0 decisions; "
+                             f"use density >= {0.5 / self.horizon:g} or a longer horizon")
+
+    # ----- sizes -----
+    @property
+    def max_turns(self) -> int:
+        return self.horizon
+
+    @property
+    def num_decisions(self) -> int:
+        """D = `round(density * horizon)` (half up)."""
+        return num_decisions_of(self.density, self.horizon)
+
+    @property
+    def max_wrong(self) -> int:
+        """W: the cap on the counted wrong decisions (1 fatal, H probabilistic)."""
+        return 1 if self.failure == "fatal" else self.horizon
+
+    @property
+    def num_actions(self) -> int:
+        return self.num_choices
+
+    @property
+    def observation_length(self) -> int:
+        return 2
+
+    @property
+    def vocab_size(self) -> int:
+        return self.horizon + 2 + self.num_choices
+
+    @property
+    def num_positions(self) -> int:
+        return self.horizon * (self.max_wrong + 1)
+
+    observation_shows_turns = False  # the observation shows progress (a position), never the clock
+
+    def success_table(self) -> np.ndarray:
+        """float32 `[W + 1]`: the final reward after w wrong decisions."""
+        if self.failure == "fatal":
+            return np.array([1.0, 0.0], np.float32)
+        return np.array([self.survival**w for w in range(self.max_wrong + 1)], np.float32)
+
+    # ----- problems -----
+    def sample_problem(self, key: jax.Array) -> RoutineProblem:
+        """A layout with exactly D decisions (see `decision_layout`). Consumes `key`."""
+        return decision_layout(key, horizon=self.horizon, num_decisions=self.num_decisions,
+                               placement=self.placement, num_choices=self.num_choices)
+
+    def check_problem(self, problem) -> None:
+        decision, right = np.asarray(problem.decision), np.asarray(problem.right)
+        for field, value in (("decision", decision), ("right", right)):
+            if value.shape != (self.horizon,):
+                raise ValueError(f"routine problem.{field} must have shape ({self.horizon},), got {value.shape}")
+        if decision.dtype != np.bool_ or not np.issubdtype(right.dtype, np.integer):
+            raise ValueError(f"routine problem needs bool decision and integer right, got {decision.dtype}, "
+                             f"{right.dtype}")
+        if ((right < 0) | (right >= self.num_choices)).any() or (right[~decision] != 0).any():
+            raise ValueError(f"routine problem.right must be in [0, {self.num_choices}) at decisions and 0 "
+                             f"elsewhere, got {right.tolist()}")
+        if int(decision.sum()) != self.num_decisions:
+            raise ValueError(f"routine problem has {int(decision.sum())} decisions; density {self.density:g} x "
+                             f"horizon {self.horizon} needs {self.num_decisions}")
+
+    # ----- dynamics -----
+    def _init(self, problem):
+        zero = jnp.zeros((), jnp.int32)
+        return RoutineState(progress=zero, wrong=zero)
+
+    @_compiled
+    def _step(self, problem, st, action):
+        k = jnp.minimum(st.progress, self.horizon - 1)
+        wrong_now = jnp.asarray(problem.decision)[k] & (action != jnp.asarray(problem.right)[k])
+        wrong = jnp.minimum(st.wrong + wrong_now.astype(jnp.int32), self.max_wrong)
+        progress = st.progress + 1
+        terminated = progress >= self.horizon
+        reward = jnp.where(terminated, jnp.asarray(self.success_table())[wrong], 0.0)
+        return RoutineState(progress=progress, wrong=wrong), reward, terminated
+
+    @_compiled
+    def _observe(self, problem, st, turn):
+        k = jnp.minimum(st.progress, self.horizon - 1)
+        live = st.progress < self.horizon
+        decision = jnp.asarray(problem.decision)[k] & live
+        cue = jnp.where(decision, self.horizon + 2 + jnp.asarray(problem.right)[k], self.horizon + 1)
+        return jnp.stack([st.progress, cue]).astype(jnp.int32)
+
+    def _legal_action_mask(self, problem, st):
+        return jnp.ones((self.num_choices,), bool)
+
+    @_compiled
+    def _position(self, problem, index):
+        stride = self.max_wrong + 1
+        k, w = index // stride, index % stride
+        before = jnp.sum(jnp.asarray(problem.decision) & (jnp.arange(self.horizon) < k))
+        valid = (index >= 0) & (index < self.num_positions) & (w <= jnp.minimum(before, self.max_wrong))
+        return RoutineState(progress=jnp.clip(k, 0, self.horizon - 1).astype(jnp.int32),
+                            wrong=w.astype(jnp.int32)), valid
+
+    @_compiled
+    def _position_index(self, problem, st):
+        k = jnp.minimum(st.progress, self.horizon - 1)
+        return k * (self.max_wrong + 1) + st.wrong
+
+    # ----- host helpers -----
+    def action_name(self, action: int) -> str:
+        action = int(action)
+        return f"choose {action}" if 0 <= action < self.num_choices else f"invalid action {action}"
+
+    def render(self, state: State) -> str:
+        decision = np.asarray(state.problem.decision).tolist()
+        right = np.asarray(state.problem.right).tolist()
+        k, w = int(state.env_state.progress), int(state.env_state.wrong)
+        cells = []
+        for turn, (is_decision, r) in enumerate(zip(decision, right)):
+            cell = str(r) if is_decision else "."
+            cells.append(f"[{cell}]" if turn == k else f" {cell} ")
+        status = "terminated" if bool(state.terminated) else "truncated" if bool(state.truncated) else "live"
+        return (
+            f"turns: {''.join(cells)}  (digit: decision with its right action; '.': routine)\n"
+            f"turn {int(state.turn)}/{self.max_turns}  wrong {w}  reward {float(state.reward):g}  "
+            f"{status}{'  (last action refused)' if bool(state.rejected) else ''}"
+        )
