@@ -37,6 +37,9 @@ import numpy as np
 from jaxcredit.benchmarks.arithmetic_numpy import ArithmeticNumpy
 from jaxcredit.benchmarks.common import format_rate, machine_description, print_table, time_interleaved
 from jaxcredit.benchmarks.mad_numpy import MadNumpy
+from jaxcredit.benchmarks.scaling import ENV_SIZES as SCALING_SIZES
+from jaxcredit.benchmarks.scaling import QUICK_ENV_SIZES as QUICK_SCALING_SIZES
+from jaxcredit.benchmarks.scaling import env_scaling
 from jaxcredit.env import Environment
 from jaxcredit.envs import ArithmeticReference, MadReference, make
 
@@ -134,6 +137,7 @@ def random_legal_action_python(observation: list, legal_action_mask: list, u: fl
 
 
 # ----- the three rollouts (what is timed) -------------------------------------------------------
+@functools.cache  # one jitted function per environment: the scaling curve reuses the suite's compiles
 def jax_rollout(env: Environment) -> Callable:
     """Jitted `(problems [B, ...], uniforms [T, B]) -> (final State [B], returns [B])`."""
 
@@ -275,6 +279,9 @@ def run(args) -> dict:
         f"env steps/s, random legal actions, T = max_turns, best of {repeats} "
         f"({machine['cores']} cores, {machine['backend']}, jax {machine['jax']})",
         ["env", "batch", "jax", "numpy", "python (serial sample)", "jax/numpy", "jax/python"], rows)
+    scaling_sizes = tuple(sizes) if getattr(args, "sizes", None) is not None else (
+        QUICK_SCALING_SIZES if args.quick else SCALING_SIZES)
+    curves = env_scaling(scaling_sizes, repeats=repeats)
     return {
         "suite": "envs",
         "unit": "environment steps per second",
@@ -283,5 +290,6 @@ def run(args) -> dict:
         "steps_per_second": rates,
         "python_episodes": python_episodes,
         "ratios": ratios,
+        "scaling": {"batch": curves},
         "machine": machine,
     }

@@ -18,6 +18,7 @@ import numpy as np
 from jaxcredit import solver_batch
 from jaxcredit.benchmarks.common import machine_description, print_table, time_interleaved
 from jaxcredit.benchmarks.python_solver import solve_start
+from jaxcredit.benchmarks.scaling import solver_scaling
 
 
 def _take(problems, count: int):
@@ -139,5 +140,6 @@ def run(args) -> dict:
     print_table("exact uniform start values: jax graph solver vs plain-Python recursion",
                 ["env", "problems", "jax/s", "py problems", "py/s", "ratio", "positions", "graph+values",
                  "max diff"], rows)
-    return {"suite": "solver", "results": results, "skipped": skipped, "ratios": ratios,
+    scaling = solver_scaling(quick=quick, repeats=repeats)
+    return {"suite": "solver", "results": results, "skipped": skipped, "ratios": ratios, "scaling": scaling,
             "machine": machine_description()}

@@ -339,7 +339,8 @@ class Arithmetic(Environment):
         a, b = off_diagonal(st.values[:, None]), off_diagonal(st.values[None, :])
         both = off_diagonal(st.live[:, None] & st.live[None, :])
         op = jnp.arange(4)
-        combine = both[:, None] & jnp.where(op == 1, (a >= b)[:, None], jnp.where(op == 3, off_diagonal(exact)[:, None], True))
+        rule = jnp.where(op == 1, (a >= b)[:, None], jnp.where(op == 3, off_diagonal(exact)[:, None], True))
+        combine = both[:, None] & rule
         return jnp.concatenate([combine.reshape(-1), (st.depth > 0)[None], st.live])
 
     def _combine_mask(self, st):
