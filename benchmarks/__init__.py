@@ -2,17 +2,34 @@
 
 `SUITES` maps a suite name to a function `run(args) -> dict` that prints a human table to
 stderr and returns the JSON object (raw rates, `"ratios"`, and a `"machine"` description).
+`all` runs every other suite in turn and returns `{"suite": "all", "suites": {name: object},
+"ratios": every suite's ratios in one dict (their keys are prefixed by suite already),
+"machine"}`. `benchmarks.scaling.save_plots` draws the scaling curves of any of these objects.
 """
 
 from jaxcredit.benchmarks import adapter, branch, envs
 from jaxcredit.benchmarks import solver as solver_bench
 from jaxcredit.benchmarks import train as train_bench
 from jaxcredit.benchmarks.arithmetic_numpy import ArithmeticNumpy, ArithmeticNumpyState
+from jaxcredit.benchmarks.common import machine_description
 from jaxcredit.benchmarks.envs import ENV_BENCHES, EnvBench
 from jaxcredit.benchmarks.mad_numpy import MadNumpy, MadNumpyState
+from jaxcredit.benchmarks.scaling import save_plots
+
+
+def run_all(args) -> dict:
+    """Every suite in `SUITES` (but `all`) with the same arguments, in one JSON object."""
+    suites, ratios = {}, {}
+    for name, run in SUITES.items():
+        if name == "all":
+            continue
+        suites[name] = run(args)
+        ratios.update(suites[name].get("ratios", {}))
+    return {"suite": "all", "suites": suites, "ratios": ratios, "machine": machine_description()}
+
 
 SUITES: dict = {"envs": envs.run, "solver": solver_bench.run, "branch": branch.run, "train": train_bench.run,
-          "adapter": adapter.run}
+                "adapter": adapter.run, "all": run_all}
 
 __all__ = ["ENV_BENCHES", "SUITES", "ArithmeticNumpy", "ArithmeticNumpyState", "EnvBench", "MadNumpy",
-           "MadNumpyState"]
+           "MadNumpyState", "run_all", "save_plots"]

@@ -37,6 +37,9 @@ import numpy as np
 from jaxcredit.benchmarks.arithmetic_numpy import ArithmeticNumpy
 from jaxcredit.benchmarks.common import format_rate, machine_description, print_table, time_interleaved
 from jaxcredit.benchmarks.mad_numpy import MadNumpy
+from jaxcredit.benchmarks.scaling import ENV_SIZES as SCALING_SIZES
+from jaxcredit.benchmarks.scaling import QUICK_ENV_SIZES as QUICK_SCALING_SIZES
+from jaxcredit.benchmarks.scaling import env_scaling
 from jaxcredit.env import Environment
 from jaxcredit.envs import ArithmeticReference, MadReference, make
 
@@ -78,24 +81,35 @@ def random_legal_action_jax(observation: jax.Array, legal_action_mask: jax.Array
 
     `observation` `[B, L]` is unused (a learned policy would read it); `legal_action_mask` bool
     `[B, A]` (A < 128); `u` float32 `[B]` in `[0, 1)`. A row with no legal action (an ended
-    episode) gets an arbitrary action, which the absorbing end ignores.
+    episode) gets action A, which the absorbing end ignores.
     """
     del observation
     num_actions = legal_action_mask.shape[-1]
-    # rank[b, a] = legal actions among 0..a (int8: A < 128). For few actions a broadcast
-    # compare-and-sum fuses into one cheap loop under XLA on CPU (`jnp.cumsum` over a short axis
-    # is several times slower); it costs A**2 per row, so past 32 actions a log-step
-    # (Hillis-Steele) prefix sum of ceil(log2 A) shifted adds is cheaper (about 5x at A = 53).
-    if num_actions <= 32:
-        upper = jnp.arange(num_actions)[:, None] <= jnp.arange(num_actions)[None, :]
-        rank = jnp.sum(legal_action_mask[:, :, None] & upper, axis=1, dtype=jnp.int8)
-    else:
-        rank, shift = legal_action_mask.astype(jnp.int8), 1
-        while shift < num_actions:
-            rank = rank + jnp.pad(rank[:, :-shift], ((0, 0), (shift, 0)))
-            shift *= 2
-    k = jnp.floor(u * rank[:, -1]).astype(jnp.int8)
-    return jnp.sum(rank <= k[:, None], axis=-1, dtype=jnp.int32)
+    # The mask packed into 32-bit words (one short reduction per word), then the k-th set bit
+    # found by population counts: the word holding it, then a binary search of 16, 8, 4, 2, 1
+    # bits, all elementwise on `[B]`. A prefix sum over `[B, A]` (a broadcast compare-and-sum,
+    # `A**2` per row, or log-step shifted adds) costs several times more under XLA on CPU.
+    words, counts = [], []
+    for start in range(0, num_actions, 32):
+        bits = legal_action_mask[:, start:start + 32].astype(jnp.uint32)
+        word = jnp.sum(bits << jnp.arange(bits.shape[1], dtype=jnp.uint32), axis=1, dtype=jnp.uint32)
+        words.append(word)
+        counts.append(jax.lax.population_count(word).astype(jnp.int32))
+    k = jnp.floor(u * sum(counts)).astype(jnp.int32)
+    word, base, rest, before = words[0], jnp.zeros_like(k), k, counts[0]
+    for w in range(1, len(words)):
+        later = k >= before
+        word = jnp.where(later, words[w], word)
+        base = jnp.where(later, 32 * w, base)
+        rest = jnp.where(later, k - before, rest)
+        before = before + counts[w]
+    for width in (16, 8, 4, 2, 1):
+        below = jax.lax.population_count(word & jnp.uint32((1 << width) - 1)).astype(jnp.int32)
+        skip = rest >= below
+        rest = rest - jnp.where(skip, below, 0)
+        base = base + jnp.where(skip, width, 0)
+        word = jnp.where(skip, word >> width, word)
+    return jnp.where(before == 0, num_actions, base)
 
 
 def random_legal_action_numpy(observation: np.ndarray, legal_action_mask: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -119,6 +133,7 @@ def random_legal_action_python(observation: list, legal_action_mask: list, u: fl
 
 
 # ----- the three rollouts (what is timed) -------------------------------------------------------
+@functools.cache  # one jitted function per environment: the scaling curve reuses the suite's compiles
 def jax_rollout(env: Environment) -> Callable:
     """Jitted `(problems [B, ...], uniforms [T, B]) -> (final State [B], returns [B])`."""
 
@@ -260,6 +275,9 @@ def run(args) -> dict:
         f"env steps/s, random legal actions, T = max_turns, best of {repeats} "
         f"({machine['cores']} cores, {machine['backend']}, jax {machine['jax']})",
         ["env", "batch", "jax", "numpy", "python (serial sample)", "jax/numpy", "jax/python"], rows)
+    scaling_sizes = tuple(sizes) if getattr(args, "sizes", None) is not None else (
+        QUICK_SCALING_SIZES if args.quick else SCALING_SIZES)
+    curves = env_scaling(scaling_sizes, repeats=repeats)
     return {
         "suite": "envs",
         "unit": "environment steps per second",
@@ -268,5 +286,6 @@ def run(args) -> dict:
         "steps_per_second": rates,
         "python_episodes": python_episodes,
         "ratios": ratios,
+        "scaling": {"batch": curves},
         "machine": machine,
     }

@@ -22,6 +22,7 @@ from jaxcredit import solver_batch
 from jaxcredit.benchmarks.common import machine_description, print_table, time_interleaved
 from jaxcredit.benchmarks.exact_arm import bench_exact_arm
 from jaxcredit.benchmarks.python_solver import solve_start
+from jaxcredit.benchmarks.scaling import solver_scaling
 
 
 def _take(problems, count: int):
@@ -152,5 +153,7 @@ def run(args) -> dict:
     print_table("exact arm's network values: network at distinct reached rows vs at every position",
                 ["env", "problems", "positions", "reached", "evals", "everywhere s", "reached s", "ratio", "max diff"],
                 rows)
+    scaling = solver_scaling(quick=quick, repeats=repeats)
     return {"suite": "solver", "results": results, "exact_arm": exact_results, "skipped": skipped, "ratios": ratios,
+            "scaling": scaling,
             "machine": machine_description()}

@@ -1,10 +1,27 @@
-"""`jaxcredit bench train`: environment steps per second through the whole training step, and
-the policy forward pass's FLOP/s as a fraction of this machine's dense matrix-multiply FLOP/s.
+"""`jaxcredit bench train`: the training step against its FLOP lower bounds, and the policy's forward
+and backward passes as fractions of this machine's dense matrix-multiply FLOP/s.
 
-Every number comes from the same run: one jitted training iteration per arm (outcome and mc on
-default MAD, the ~100k-parameter policy), timed with the shared interleaved timer; the forward
-pass over one iteration's observations, its FLOPs counted by XLA's cost analysis; and a dense
-float32 matrix multiply (2n^3 FLOPs) as the machine's reference rate.
+Every number comes from the same run, timed with the shared interleaved timer:
+
+- one jitted training iteration per arm (outcome, and mc with K = 4 continuations per legal
+  action, on default MAD with the ~100k-parameter policy);
+- the policy's forward pass over one iteration's observations `[B, T, L]`, and its forward +
+  backward pass (the gradient of the arm's own loss), their FLOPs counted by XLA's cost analysis;
+- a dense float32 matrix multiply `n x n` (`2 n**3` FLOPs; n = 1024, 512 with `--quick`), the
+  machine's reference rate R.
+
+The FLOP lower bounds count only the network evaluations the design must make, on live states
+(the ledger's counters): the outcome iteration's bound is `main_policy_evals * f + live steps *
+g * ppo_epochs` (the rollout's forward passes, then the update's forward + backward), the mc
+iteration's is its continuations' forward passes `label_policy_evals * f` (f and g are the forward
+and forward + backward FLOPs per observation). A bound in seconds is FLOPs / R; the target is an
+iteration within 1.5x of its bound and passes at >= 0.50 of R.
+
+`episodes_per_iteration` scaling: the outcome iteration's time at 16 to 1,024 episodes per
+iteration (problems per iteration x 4 attempts), one compile each. `--quick` runs tiny iterations
+(2 problems x 2 attempts), a 512 matmul, and reports its one outcome iteration as the scaling row.
+
+Shape letters: B episodes per iteration, T turns, L observation length.
 """
 
 from __future__ import annotations
@@ -18,6 +35,11 @@ from jaxcredit.benchmarks.common import format_rate, machine_description, print_
 from jaxcredit.rollout import rollout
 from jaxcredit.train import config_from_dict, make_train
 
+ARMS = {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4}}
+SCALING_PROBLEMS = (4, 16, 64, 256)  # x 4 attempts: 16 .. 1,024 episodes per iteration
+TARGET_FRACTION = 0.50
+TARGET_BOUND_RATIO = 1.5
+
 
 def _flops(compiled) -> float:
     analysis = compiled.cost_analysis()
@@ -26,52 +48,129 @@ def _flops(compiled) -> float:
     return float(analysis.get("flops", 0.0))
 
 
-def run(args) -> dict:
-    """Time the training step of each arm and the forward pass vs a dense matmul."""
-    quick = bool(getattr(args, "quick", False))
-    repeats = 3 if quick else 5
-    arms = {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4}}
-    calls, env_steps, forward = {}, {}, None
-    for arm, fields in arms.items():
-        trainer = make_train(config_from_dict({**fields, "num_seeds": 1, "eval_problems": 16}))
-        iterate = jax.jit(trainer.iterate)
-        state = trainer.init(jnp.int32(0))
-        env_steps[arm] = int(jax.block_until_ready(iterate(state)).ledger.total_env_steps)
-        calls[arm] = functools.partial(iterate, state)
-        if forward is None:
-            _, starts = trainer.sample_episodes(state)
-            trajectory, _ = rollout(trainer.env, trainer.policy_fn, state.params, starts, jax.random.key(1),
-                                    num_turns=trainer.env.max_turns)
-            forward = (jax.jit(trainer.policy_fn), state.params, trajectory.observation, trajectory.legal_action_mask)
-    timing = time_interleaved(calls, repeats=repeats)
-    seconds = {arm: timing[arm][0] for arm in arms}
-    steps_per_second = {arm: env_steps[arm] / seconds[arm] for arm in arms}
+def _trainer(fields: dict, quick: bool):
+    extra = {"problems_per_iteration": 2, "attempts_per_problem": 2} if quick else {}
+    return make_train(config_from_dict({**fields, **extra, "num_seeds": 1, "eval_problems": 16}))
 
-    forward_fn, params, observation, mask = forward
-    forward_flops = _flops(forward_fn.lower(params, observation, mask).compile())
-    n = 512 if quick else 1024
+
+def _iteration(trainer):
+    """`(call, ledger delta)`: the jitted iteration from a fixed state, and what one iteration spends."""
+    iterate = jax.jit(trainer.iterate)
+    state = trainer.init(jnp.int32(0))
+    after = jax.block_until_ready(iterate(state))
+    spent = jax.tree_util.tree_map(lambda a, b: int(a) - int(b), after.ledger, state.ledger)
+    return functools.partial(iterate, state), spent, state
+
+
+def _passes(trainer, state):
+    """`(forward, forward_backward, observations)`: zero-argument calls of the policy's forward pass
+    and of the gradient of the outcome loss over one iteration's trajectory, their FLOPs, and the
+    number of observations `B * T` they cover."""
+    _, starts = trainer.sample_episodes(state)
+    trajectory, _ = rollout(trainer.env, trainer.policy_fn, state.params, starts, jax.random.key(1),
+                            num_turns=trainer.env.max_turns)
+    advantage = jnp.ones(trajectory.live.shape, jnp.float32)
+    forward = jax.jit(trainer.policy_fn)
+    gradient = jax.jit(jax.grad(lambda p, t, a: trainer.loss(p, t, a, None)))
+    args_f = (state.params, trajectory.observation, trajectory.legal_action_mask)
+    args_g = (state.params, trajectory, advantage)
+    flops_f = _flops(forward.lower(*args_f).compile())
+    flops_g = _flops(gradient.lower(*args_g).compile())
+    count = int(trajectory.live.size)
+    return (lambda: forward(*args_f)), (lambda: gradient(*args_g)), flops_f, flops_g, count
+
+
+def _matmul(n: int):
     a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
     b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
     matmul = jax.jit(jnp.matmul)
-    timing = time_interleaved({"forward": lambda: forward_fn(params, observation, mask),
-                               "matmul": lambda: matmul(a, b)}, repeats=repeats)
-    forward_rate = forward_flops / timing["forward"][0]
-    matmul_rate = 2 * n**3 / timing["matmul"][0]
+    return lambda: matmul(a, b)
 
-    rows = [[arm, f"{seconds[arm] * 1e3:.1f} ms", format_rate(steps_per_second[arm])] for arm in arms]
-    print_table("training step (default MAD, 64 episodes/iteration, ~100k-parameter policy)",
-                ["arm", "time/iteration", "env steps/s"], rows)
-    print_table("forward pass vs dense matmul", ["what", "FLOP/s"],
-                [[f"forward [{observation.shape[0]}x{observation.shape[1]} sequences]", format_rate(forward_rate)],
-                 [f"matmul {n}x{n} float32", format_rate(matmul_rate)],
-                 ["forward / matmul", f"{forward_rate / matmul_rate:.3f}"]])
+
+def scaling(problem_counts, *, repeats: int) -> list[dict]:
+    """Outcome-iteration seconds at each problems-per-iteration count (4 attempts each; 2 with quick sizes)."""
+    rows = []
+    for problems in problem_counts:
+        trainer = make_train(config_from_dict({"credit": "outcome", "problems_per_iteration": problems,
+                                               "num_seeds": 1, "eval_problems": 16}))
+        call, spent, _ = _iteration(trainer)
+        seconds = time_interleaved({"it": call}, repeats=repeats)["it"][0]
+        episodes = problems * trainer.config.attempts_per_problem
+        rows.append({"episodes": episodes, "seconds": seconds, "env_steps": spent.main_env_steps,
+                     "seconds_per_episode": seconds / episodes})
+    return rows
+
+
+def run(args) -> dict:
+    """Time each arm's iteration, the forward and forward+backward passes and a dense matmul, side by side."""
+    quick = bool(getattr(args, "quick", False))
+    repeats = 3 if quick else 5
+    calls, spent, passes = {}, {}, None
+    for arm, fields in ARMS.items():
+        trainer = _trainer(fields, quick)
+        calls[arm], spent[arm], state = _iteration(trainer)
+        if passes is None:
+            passes = _passes(trainer, state)
+            ppo_epochs = trainer.config.ppo_epochs
+    forward, gradient, flops_f, flops_g, count = passes
+    n = 512 if quick else 1024
+    timing = time_interleaved({**calls, "forward": forward, "forward_backward": gradient, "matmul": _matmul(n)},
+                              repeats=repeats)
+    seconds = {name: timing[name][0] for name in timing}
+    matmul_rate = 2 * n**3 / seconds["matmul"]
+    per_f, per_g = flops_f / count, flops_g / count
+    fraction = {"forward": flops_f / seconds["forward"] / matmul_rate,
+                "forward_backward": flops_g / seconds["forward_backward"] / matmul_rate}
+    bound_flops = {
+        "outcome": spent["outcome"].main_policy_evals * per_f + spent["outcome"].main_policy_evals * per_g * ppo_epochs,
+        "mc": spent["mc"].label_policy_evals * per_f,
+    }
+    bound_seconds = {arm: bound_flops[arm] / matmul_rate for arm in ARMS}
+    over_bound = {arm: seconds[arm] / bound_seconds[arm] for arm in ARMS}
+    env_steps = {arm: spent[arm].main_env_steps + spent[arm].label_env_steps + spent[arm].critic_env_steps
+                 for arm in ARMS}
+    steps_per_second = {arm: env_steps[arm] / seconds[arm] for arm in ARMS}
+    if quick:  # the tiny outcome iteration already timed: the keys without another compile
+        episodes = spent["outcome"].main_episodes
+        scale = [{"episodes": episodes, "seconds": seconds["outcome"], "env_steps": spent["outcome"].main_env_steps,
+                  "seconds_per_episode": seconds["outcome"] / episodes}]
+    else:
+        scale = scaling(SCALING_PROBLEMS, repeats=3)
+
+    size = "tiny (quick)" if quick else "default MAD, 64 episodes/iteration, ~100k-parameter policy"
+    print_table(f"training step ({size}); bound = FLOPs the design must compute / matmul FLOP/s",
+                ["arm", "time/iteration", "env steps/s", "bound FLOPs", "bound time", "time/bound",
+                 f"target <= {TARGET_BOUND_RATIO}"],
+                [[arm, f"{seconds[arm] * 1e3:.1f} ms", format_rate(steps_per_second[arm]),
+                  format_rate(bound_flops[arm]), f"{bound_seconds[arm] * 1e3:.1f} ms", f"{over_bound[arm]:.2f}x",
+                  "met" if over_bound[arm] <= TARGET_BOUND_RATIO else "missed"] for arm in ARMS])
+    print_table("policy passes vs dense matmul", ["what", "FLOPs/observation", "FLOP/s", "fraction",
+                                                  f"target >= {TARGET_FRACTION}"],
+                [[f"forward [{count} observations]", format_rate(per_f), format_rate(flops_f / seconds["forward"]),
+                  f"{fraction['forward']:.3f}", "met" if fraction["forward"] >= TARGET_FRACTION else "missed"],
+                 [f"forward+backward [{count}]", format_rate(per_g),
+                  format_rate(flops_g / seconds["forward_backward"]), f"{fraction['forward_backward']:.3f}",
+                  "met" if fraction["forward_backward"] >= TARGET_FRACTION else "missed"],
+                 [f"matmul {n}x{n} float32", "", format_rate(matmul_rate), "1", ""]])
+    print_table("outcome iteration vs episodes per iteration", ["episodes", "time/iteration", "time/episode"],
+                [[r["episodes"], f"{r['seconds'] * 1e3:.1f} ms", f"{r['seconds_per_episode'] * 1e3:.2f} ms"]
+                 for r in scale])
     return {
         "suite": "train",
-        "steps_per_second": {f"train:{arm}": steps_per_second[arm] for arm in arms},
-        "seconds_per_iteration": {f"train:{arm}": seconds[arm] for arm in arms},
-        "flops_per_second": {"forward": forward_rate, f"matmul@{n}": matmul_rate},
-        "forward_flops": forward_flops,
-        "ratios": {f"train:forward_vs_matmul@{n}": forward_rate / matmul_rate,
+        "steps_per_second": {f"train:{arm}": steps_per_second[arm] for arm in ARMS},
+        "seconds_per_iteration": {f"train:{arm}": seconds[arm] for arm in ARMS},
+        "flops_per_second": {"forward": flops_f / seconds["forward"],
+                             "forward_backward": flops_g / seconds["forward_backward"], f"matmul@{n}": matmul_rate},
+        "forward_flops": flops_f,
+        "forward_backward_flops": flops_g,
+        "flops_per_observation": {"forward": per_f, "forward_backward": per_g},
+        "bound_flops": {f"train:{arm}": bound_flops[arm] for arm in ARMS},
+        "bound_seconds": {f"train:{arm}": bound_seconds[arm] for arm in ARMS},
+        "scaling": {"episodes_per_iteration": scale},
+        "ratios": {f"train:forward_vs_matmul@{n}": fraction["forward"],
+                   f"train:forward_backward_vs_matmul@{n}": fraction["forward_backward"],
+                   "train:outcome_vs_bound": over_bound["outcome"],
+                   "train:mc_vs_bound": over_bound["mc"],
                    "train:outcome_vs_mc_steps_per_second": steps_per_second["outcome"] / steps_per_second["mc"]},
         "machine": machine_description(),
     }

@@ -326,28 +326,24 @@ class Arithmetic(Environment):
         correct = (action > self.undo_action) & (submitted == problem.target) & all_used
         return moved, correct.astype(jnp.float32), correct
 
-    def _action_tables(self) -> dict[str, np.ndarray]:
-        """Static `[A]` tables: each action's slots i and j, and its kind (0 `+` or `*`, 1 `-`,
-        2 `/`, 3 UNDO, 4 FINAL). FINAL(k) has i = j = k; UNDO has i = j = 0."""
-        i, j, op = (np.asarray(x) for x in self._decode(np.arange(self.num_combine_actions)))
-        kind = np.select([op == 1, op == 3], [1, 2], 0)
-        finals = np.arange(self.count)
-        return {"i": np.concatenate([i, [0], finals]), "j": np.concatenate([j, [0], finals]),
-                "kind": np.concatenate([kind, [3], np.full(self.count, 4)])}
-
     @_compiled
     def _legal_action_mask(self, problem, st):
-        tables = self._action_tables()
-        at_i = [tables["i"] == c for c in range(self.count)]
-        at_j = [tables["j"] == c for c in range(self.count)]
-        a = sum(jnp.where(at_i[c], st.values[c], 0) for c in range(self.count))
-        b = sum(jnp.where(at_j[c], st.values[c], 0) for c in range(self.count))
-        live_i = sum(jnp.where(at_i[c], st.live[c], False) for c in range(self.count)) > 0
-        live_j = sum(jnp.where(at_j[c], st.live[c], False) for c in range(self.count)) > 0
-        kind = tables["kind"]
-        _, exact = self._apply(a, 3, b)
-        combine = live_i & live_j & jnp.where(kind == 1, a >= b, jnp.where(kind == 2, exact, True))
-        return jnp.where(kind == 3, st.depth > 0, jnp.where(kind == 4, live_i, combine))
+        # Per ordered pair (i, j): the `[C, C]` outer comparison, then its off-diagonal entries in
+        # row-major order (drop the first entry, view as `[C-1, C+1]`, drop the last column), which
+        # is COMBINE pair order; broadcast over the four ops. The divisibility test runs once per
+        # pair rather than once per action, and no gather or stacking is needed.
+        count = self.count
+
+        def off_diagonal(x):
+            return jnp.broadcast_to(x, (count, count)).reshape(-1)[1:].reshape(count - 1, count + 1)[:, :-1].reshape(-1)
+
+        _, exact = self._apply(st.values[:, None], 3, st.values[None, :])
+        a, b = off_diagonal(st.values[:, None]), off_diagonal(st.values[None, :])
+        both = off_diagonal(st.live[:, None] & st.live[None, :])
+        op = jnp.arange(4)
+        rule = jnp.where(op == 1, (a >= b)[:, None], jnp.where(op == 3, off_diagonal(exact)[:, None], True))
+        combine = both[:, None] & rule
+        return jnp.concatenate([combine.reshape(-1), (st.depth > 0)[None], st.live])
 
     def _combine_mask(self, st):
         """bool `[4C(C-1)]`: which COMBINE actions are legal."""

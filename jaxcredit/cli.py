@@ -63,7 +63,14 @@ def _cmd_bench(args) -> None:
 
     if args.suite not in SUITES:
         raise CommandError(f"unknown benchmark suite {args.suite!r}; choices: {', '.join(sorted(SUITES))}")
+    if args.plot is not None:
+        check_writable_dir(args.plot, "--plot")
     result = SUITES[args.suite](args)
+    if args.plot is not None:
+        from jaxcredit.benchmarks import save_plots
+
+        for path in save_plots(result, args.plot):
+            print(f"wrote {path}", file=sys.stderr)
     if args.json:
         _print_json(result)
 
@@ -524,9 +531,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     bench = commands.add_parser("bench", help="measure ours against baselines, side by side")
-    bench.add_argument("suite", help="which suite: envs, solver, branch, train, adapter")
+    bench.add_argument("suite", help="which suite: envs, solver, branch, train, adapter, or all")
     bench.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bench.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
+    bench.add_argument("--plot", metavar="DIR", default=None, help="save the scaling curves as PNG files in DIR")
     bench.add_argument("--sizes", type=_batch_sizes, default=None, help=argparse.SUPPRESS)  # tests: tiny batches
     bench.set_defaults(handler=_cmd_bench)
 

@@ -209,9 +209,11 @@ class Environment(abc.ABC):
         """
         action = self._int32_action(action)
         live = ~state.done
-        in_range = (action >= 0) & (action < self.num_actions)
         safe_action = jnp.clip(action, 0, self.num_actions - 1)
-        accepted = live & in_range & state.legal_action_mask[safe_action]
+        # The legal mask at `action` through a one-hot compare (an out-of-range action matches no
+        # entry): under `vmap` an indexed read is a gather, which XLA on CPU runs as a scalar loop
+        # in its own fusion; the compare fuses with the rest of the step.
+        accepted = live & jnp.any(state.legal_action_mask & (jnp.arange(self.num_actions) == action))
 
         # An ended episode is left unchanged by gating every update on `live`/`accepted` rather
         # than by selecting between two whole states at the end: the observation and legal mask

@@ -129,6 +129,10 @@ def test_bench_envs_json_through_the_cli(capsys):
     assert result["python_episodes"] == {f"{name}@{size}": size for name in names for size in (32, 64)}
     assert result["machine"]["cores"] == os.cpu_count() and result["machine"]["devices"]
     assert "jax/numpy" in err and "mad" in err  # the human table went to stderr
+    curves = result["scaling"]["batch"]  # the scaling curve at the same sizes, from the same compiles
+    assert {name: [r["batch"] for r in rows] for name, rows in curves.items()} == {n: [32, 64] for n in names}
+    assert all(r["steps_per_second"] > 0 for rows in curves.values() for r in rows)
+    assert "env steps/s vs batch size" in err
 
 
 def test_bench_bad_sizes_exit_2(capsys):
