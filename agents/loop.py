@@ -18,7 +18,6 @@ with the error: the transcript keeps every turn played, its last turn has `reply
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -89,7 +88,7 @@ def play(env: Environment, agent: Any, problems: Any, *, protocol: str = "text",
     group = batch_size if (batched or hasattr(agent, "respond")) else 1
     if not isinstance(group, int) or group < 1:
         raise ValueError(f"batch_size must be an integer >= 1, got {batch_size!r}")
-    config = {f.name: getattr(env, f.name) for f in dataclasses.fields(env) if f.name != "name"}
+    config = env.config()
     transcripts: list[dict] = []
     bar = tqdm(total=len(items), desc=f"{agent_name} on {env.name}", unit="problem", file=sys.stderr,
                disable=not progress)

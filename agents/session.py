@@ -19,7 +19,7 @@ from jaxcredit.agents.loop import play
 from jaxcredit.agents.reference import OptimalAgent, UniformAgent
 from jaxcredit.env import Environment
 from jaxcredit.envs.arithmetic import Arithmetic
-from jaxcredit.envs.problems import problems as evaluation_set
+from jaxcredit.envs.problems import problem_set as evaluation_set
 from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, write_json_atomic
 
 AGENTS = ("http", "uniform", "optimal")

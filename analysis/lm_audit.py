@@ -27,7 +27,8 @@ from jaxcredit.analysis.classes import CLASSES, class_summary, classify_actions
 from jaxcredit.analysis.intent import CATEGORIES, categorize
 from jaxcredit.envs.text_protocol import Refusal
 from jaxcredit.envs.transcripts import replay
-from jaxcredit.solver import build_graph, evaluate_policy, network_policy_probs, solve
+from jaxcredit.solver import solve
+from jaxcredit.solver_values import reference_values
 
 ANSWER_TYPES = ("FINAL", "submit")  # the action type that submits an answer
 REPAIR_TYPES = ("UNDO", "unselect")  # the action type that takes a move back
@@ -46,9 +47,7 @@ def action_types(env) -> tuple[str, ...]:
 
 @functools.partial(jax.jit, static_argnames=("env", "policy_fn"))
 def _network_values(env, policy_fn, params, problem):
-    graph = build_graph(env, problem)
-    probs = network_policy_probs(env, problem, graph, policy_fn, params, horizon=env.max_turns)
-    values = evaluate_policy(graph, probs, horizon=env.max_turns)
+    values, _ = reference_values(env, problem, policy="network", policy_fn=policy_fn, params=params)
     return values.v, values.q
 
 

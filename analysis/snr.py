@@ -33,11 +33,11 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from scipy import stats as scipy_stats
 
-from jaxcredit import solver
 from jaxcredit.credit import BASELINES, branch_action_values, exact_advantage, mc_advantage, outcome_advantage
 from jaxcredit.envs.routine import Routine, decision_layout, num_decisions_of
 from jaxcredit.policy_fn import action_probabilities, log_probabilities
 from jaxcredit.rollout import rollout
+from jaxcredit.solver_values import reference_values
 from jaxcredit.validation import require_int
 
 ESTIMATORS = ("outcome", "exact", "mc")
@@ -102,10 +102,8 @@ def _advantages(env, policy_fn, params, trajectory, problems, key, *, config: Sn
         if name == "outcome":
             out.append(outcome_advantage(trajectory, group_size=G, baseline=config.baseline))
         elif name == "exact":
-            graphs = jax.vmap(lambda p: solver.build_graph(env, p))(problems)
-            probs = jax.vmap(lambda p, g: solver.network_policy_probs(env, p, g, policy_fn, params, horizon=horizon))(
-                problems, graphs)
-            values = jax.vmap(lambda g, pr: solver.evaluate_policy(g, pr, horizon=horizon))(graphs, probs)
+            values, _ = jax.vmap(lambda p: reference_values(env, p, policy="network", horizon=horizon,
+                                                            policy_fn=policy_fn, params=params))(problems)
             out.append(exact_advantage(trajectory, values=values, group_size=G))
         else:
             q_hat, _ = branch_action_values(env, policy_fn, params, trajectory, key,

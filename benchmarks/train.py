@@ -49,7 +49,10 @@ def _flops(compiled) -> float:
 
 
 def _trainer(fields: dict, quick: bool):
-    extra = {"problems_per_iteration": 2, "attempts_per_problem": 2} if quick else {}
+    # quick: a tiny task and network, so a CI check of the JSON compiles in seconds (numbers are then context only)
+    extra = {"problems_per_iteration": 2, "attempts_per_problem": 2, "d_model": 32, "num_layers": 1, "num_heads": 2,
+             "mlp_dim": 64, "env_overrides": {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2,
+                                              "max_turns": 5}, "holdout_fraction": 0.0} if quick else {}
     return make_train(config_from_dict({**fields, **extra, "num_seeds": 1, "eval_problems": 16}))
 
 

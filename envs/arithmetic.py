@@ -34,7 +34,6 @@ Indices whose path breaks a rule for this problem are invalid. A wrong FINAL kee
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from typing import ClassVar
 
@@ -43,7 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxcredit.env import MAX_TURNS, Environment, State, tree_select
+from jaxcredit.env import MAX_TURNS, Environment, State, compiled_method, tree_select
 from jaxcredit.envs.problems import FAMILIES, OPS, ArithmeticProblem, apply_op, get_family
 from jaxcredit.validation import require_int
 
@@ -52,18 +51,6 @@ MAX_COUNT = 5
 NUM_CANDIDATES = 32  # sample_problem draws this many candidate problems and keeps the first accepted
 MAX_VALUE = 10**9 - 1  # at most 9 digits: the observation computes 10**digits in int32
 
-
-def _compiled(method):
-    """Jit a method once per configuration (`self` is static: a frozen, hashable dataclass). Under
-    an outer jit it is inlined; eager callers (the conformance check, the text protocol, `play`)
-    then dispatch one compiled computation instead of a hundred small ops."""
-    jitted = jax.jit(method, static_argnums=0)
-
-    @functools.wraps(method)
-    def call(self, *args):
-        return jitted(self, *args)
-
-    return call
 
 
 @struct.dataclass
@@ -315,7 +302,7 @@ class Arithmetic(Environment):
             live=st.live | self._slot(j), depth=st.depth - 1,
             path=jnp.where(depth, -1, st.path), replaced=jnp.where(depth, 0, st.replaced))
 
-    @_compiled
+    @compiled_method
     def _step(self, problem, st, action):
         is_combine = action < self.undo_action
         is_undo = action == self.undo_action
@@ -326,7 +313,7 @@ class Arithmetic(Environment):
         correct = (action > self.undo_action) & (submitted == problem.target) & all_used
         return moved, correct.astype(jnp.float32), correct
 
-    @_compiled
+    @compiled_method
     def _legal_action_mask(self, problem, st):
         # Per ordered pair (i, j): the `[C, C]` outer comparison, then its off-diagonal entries in
         # row-major order (drop the first entry, view as `[C-1, C+1]`, drop the last column), which
@@ -365,7 +352,7 @@ class Arithmetic(Environment):
         return {name: np.asarray(x) for name, x in
                 (("kind", kind), ("slot", slot), ("power", power), ("constant", constant))}
 
-    @_compiled
+    @compiled_method
     def _observe(self, problem, st, turn):
         tables = self._token_tables()
         kind, power = tables["kind"], tables["power"]
@@ -399,7 +386,7 @@ class Arithmetic(Environment):
     def _live_code(self, live):
         return jnp.sum(live.astype(jnp.int32) << jnp.arange(self.count))
 
-    @_compiled
+    @compiled_method
     def _position(self, problem, index):
         offsets = jnp.asarray(self._offsets, jnp.int32)
         valid = (index >= 0) & (index < self.num_positions)
@@ -419,7 +406,7 @@ class Arithmetic(Environment):
             st = tree_select(active, self._combine(st, action), st)
         return st, valid
 
-    @_compiled
+    @compiled_method
     def _position_index(self, problem, st):
         st = jax.tree_util.tree_map(jnp.asarray, st)
         to_choice = jnp.asarray(self._choice_tables()[1].reshape(-1))

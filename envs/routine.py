@@ -39,7 +39,6 @@ Shape letters: H turns (the horizon), A actions, L observation length, S positio
 from __future__ import annotations
 
 import dataclasses
-import functools
 from typing import ClassVar
 
 import jax
@@ -47,25 +46,13 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxcredit.env import Environment, State
+from jaxcredit.env import Environment, State, compiled_method
 from jaxcredit.validation import require_float, require_int
 
 MAX_HORIZON = 128
 PLACEMENTS = ("random", "fixed")
 FAILURES = ("fatal", "probabilistic")
 
-
-def _compiled(method):
-    """Jit a method once per configuration (`self` is static: a frozen, hashable dataclass), as
-    arithmetic does: inlined under an outer jit; eager callers (the conformance check, the text
-    protocol) dispatch one compiled computation instead of many small ops."""
-    jitted = jax.jit(method, static_argnums=0)
-
-    @functools.wraps(method)
-    def call(self, *args):
-        return jitted(self, *args)
-
-    return call
 
 
 @struct.dataclass
@@ -200,7 +187,7 @@ class Routine(Environment):
         zero = jnp.zeros((), jnp.int32)
         return RoutineState(progress=zero, wrong=zero)
 
-    @_compiled
+    @compiled_method
     def _step(self, problem, st, action):
         k = jnp.minimum(st.progress, self.horizon - 1)
         wrong_now = jnp.asarray(problem.decision)[k] & (action != jnp.asarray(problem.right)[k])
@@ -210,7 +197,7 @@ class Routine(Environment):
         reward = jnp.where(terminated, jnp.asarray(self.success_table())[wrong], 0.0)
         return RoutineState(progress=progress, wrong=wrong), reward, terminated
 
-    @_compiled
+    @compiled_method
     def _observe(self, problem, st, turn):
         k = jnp.minimum(st.progress, self.horizon - 1)
         live = st.progress < self.horizon
@@ -221,7 +208,7 @@ class Routine(Environment):
     def _legal_action_mask(self, problem, st):
         return jnp.ones((self.num_choices,), bool)
 
-    @_compiled
+    @compiled_method
     def _position(self, problem, index):
         stride = self.max_wrong + 1
         k, w = index // stride, index % stride
@@ -230,7 +217,7 @@ class Routine(Environment):
         return RoutineState(progress=jnp.clip(k, 0, self.horizon - 1).astype(jnp.int32),
                             wrong=w.astype(jnp.int32)), valid
 
-    @_compiled
+    @compiled_method
     def _position_index(self, problem, st):
         k = jnp.minimum(st.progress, self.horizon - 1)
         return k * (self.max_wrong + 1) + st.wrong

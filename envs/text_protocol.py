@@ -92,11 +92,34 @@ def _host(state: State):
     return jax.tree_util.tree_map(np.asarray, state)
 
 
-class ArithmeticText:
-    """The text protocol of `Arithmetic` (see the module docstring for the grammar)."""
+def _scan_words(text) -> tuple[str, list] | Refusal:
+    """A lowercase-command reply stripped of surrounding whitespace and scanned into words and
+    numbers, or the `Refusal` saying why it cannot be."""
+    if not isinstance(text, str):
+        return Refusal("malformed: the reply is not text")
+    stripped = text.strip(WHITESPACE)
+    parts = _scan(stripped, word_chars=("a", "z"))
+    return parts if isinstance(parts, Refusal) else (stripped, parts)
 
-    def __init__(self, env: Arithmetic):
+
+class _TextProtocol:
+    """What every text protocol shares: `reply` (the canonical text of an action; `parse(reply(s,
+    a), s) == a` for a legal `a`) and `step` (parse a reply and play it)."""
+
+    def __init__(self, env):
         self.env = env
+
+    def reply(self, state: State, action: int) -> str:
+        """The canonical reply that plays `action` (`parse(reply(s, a), s) == a` for a legal `a`)."""
+        return self.env.action_name(int(action))
+
+    def step(self, state: State, text: str) -> tuple[State, int | Refusal]:
+        """Parse `text` and play it: the action, or an out-of-range action for a refusal."""
+        return _play(self.env, self, state, text)
+
+
+class ArithmeticText(_TextProtocol):
+    """The text protocol of `Arithmetic` (see the module docstring for the grammar)."""
 
     def render_prompt(self, state: State) -> str:
         """The prompt for one unbatched state: rules, target, numbers, turns left, history."""
@@ -180,16 +203,9 @@ class ArithmeticText:
                 return slot
         return None
 
-    def step(self, state: State, text: str) -> tuple[State, int | Refusal]:
-        """Parse `text` and play it: the action, or an out-of-range action for a refusal."""
-        return _play(self.env, self, state, text)
 
-
-class MadText:
+class MadText(_TextProtocol):
     """The text protocol of `MadSelectiveCopy`: `select N`, `unselect N`, `submit`."""
-
-    def __init__(self, env: MadSelectiveCopy):
-        self.env = env
 
     def render_prompt(self, state: State) -> str:
         """The prompt for one unbatched state: rules, tape, selection, turns left."""
@@ -206,12 +222,10 @@ class MadText:
 
     def parse(self, text: str, state: State) -> int | Refusal:
         """One reply -> an action id legal in `state`, or a `Refusal` with its reason. Never raises."""
-        if not isinstance(text, str):
-            return Refusal("malformed: the reply is not text")
-        stripped = text.strip(WHITESPACE)
-        parts = _scan(stripped, word_chars=("a", "z"))
-        if isinstance(parts, Refusal):
-            return parts
+        scanned = _scan_words(text)
+        if isinstance(scanned, Refusal):
+            return scanned
+        stripped, parts = scanned
         kinds = [kind for kind, _ in parts]
         is_submit = kinds == ["word"] and parts[0][1] == "submit"
         if not is_submit and (kinds != ["word", "num"] or parts[0][1] not in ("select", "unselect")):
@@ -231,20 +245,9 @@ class MadText:
             return Refusal(f"cell {cell} is already selected") if selected else cell
         return self.env.length + cell if selected else Refusal(f"cell {cell} is not selected")
 
-    def reply(self, state: State, action: int) -> str:
-        """The canonical reply that plays `action` (`parse(reply(s, a), s) == a` for a legal `a`)."""
-        return self.env.action_name(int(action))
 
-    def step(self, state: State, text: str) -> tuple[State, int | Refusal]:
-        """Parse `text` and play it: the action, or an out-of-range action for a refusal."""
-        return _play(self.env, self, state, text)
-
-
-class RoutineText:
+class RoutineText(_TextProtocol):
     """The text protocol of `Routine`: `choose N`."""
-
-    def __init__(self, env: Routine):
-        self.env = env
 
     def render_prompt(self, state: State) -> str:
         """The prompt for one unbatched state: the rule, this turn's cue, turns left."""
@@ -264,12 +267,10 @@ class RoutineText:
 
     def parse(self, text: str, state: State) -> int | Refusal:
         """One reply -> an action id legal in `state`, or a `Refusal` with its reason. Never raises."""
-        if not isinstance(text, str):
-            return Refusal("malformed: the reply is not text")
-        stripped = text.strip(WHITESPACE)
-        parts = _scan(stripped, word_chars=("a", "z"))
-        if isinstance(parts, Refusal):
-            return parts
+        scanned = _scan_words(text)
+        if isinstance(scanned, Refusal):
+            return scanned
+        stripped, parts = scanned
         if [kind for kind, _ in parts] != ["word", "num"] or parts[0][1] != "choose":
             return Refusal("malformed: expected choose N")
         if stripped[len("choose")] not in WHITESPACE:
@@ -281,10 +282,6 @@ class RoutineText:
         if choice >= self.env.num_choices:
             return Refusal(f"no choice {choice}; choices are 0..{self.env.num_choices - 1}")
         return choice
-
-    def step(self, state: State, text: str) -> tuple[State, int | Refusal]:
-        """Parse `text` and play it: the action, or an out-of-range action for a refusal."""
-        return _play(self.env, self, state, text)
 
 
 def _play(env: Environment, protocol, state: State, text: str) -> tuple[State, int | Refusal]:

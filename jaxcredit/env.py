@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from typing import Any, ClassVar
 
 import jax
@@ -298,3 +299,15 @@ class Environment(abc.ABC):
         )
         return stepped, next_state
 
+
+def compiled_method(method):
+    """Jit an environment method once per configuration (`self` is static: a frozen, hashable
+    dataclass). Under an outer jit it is inlined; eager callers (the conformance check, the text
+    protocols, `play`) then dispatch one compiled computation instead of many small ops."""
+    jitted = jax.jit(method, static_argnums=0)
+
+    @functools.wraps(method)
+    def call(self, *args):
+        return jitted(self, *args)
+
+    return call

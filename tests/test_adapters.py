@@ -9,7 +9,7 @@ import pytest
 from jaxcredit.conformance import random_actions
 from jaxcredit.env import tree_select
 from jaxcredit.envs import BLANK, ENVIRONMENT_IDS, ENVIRONMENTS, JumanjiAdapter, make, make_jumanji
-from jaxcredit.envs import problems as host_problems
+from jaxcredit.envs import problem_set as host_problems
 from jaxcredit.envs.encodings import encode, encoded_spec
 from jaxcredit.envs.jumanji_adapter import FIRST, LAST, MID
 

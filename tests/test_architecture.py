@@ -162,4 +162,4 @@ def test_readme_opens_with_the_two_setup_commands():
     commands = [line for line in block.splitlines() if line.strip()]
     assert len(commands) == 2
     assert commands[0].startswith("pip install -e . && jaxcredit sweep --preset quick")
-    assert commands[1] == 'pip install -e ".[test]" && python -m pytest'
+    assert commands[1] == 'pip install -e ".[test]" && python -m pytest -n 2 --dist loadfile'

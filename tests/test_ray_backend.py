@@ -7,7 +7,6 @@ import os
 
 import pytest
 
-from jaxcredit.cli import main
 from jaxcredit.train import SweepSpec, run_cells, run_sweep
 from jaxcredit.train.backends import Cell, cell_progress, progress_line
 from jaxcredit.train.rundir import read_jsonl, write_jsonl_atomic
@@ -65,11 +64,6 @@ def test_ray_backend_matches_local(tmp_path, capsys):
     assert rows(tmp_path / "ray" / "attempts" / "outcome")[-1]["main_episodes"] >= 96
     assert os.path.exists(tmp_path / "ray" / "table.md")
 
-
-def test_unknown_backend_is_one_line_error(tmp_path, capsys):
-    assert main(["sweep", "--preset", "quick", "--out", str(tmp_path / "s"), "--backend", "dask"]) == 2
-    assert "unknown sweep backend 'dask'; choices: local, ray" in capsys.readouterr().err
-    assert not os.path.exists(tmp_path / "s")
 
 
 def test_progress_line_reads_each_running_cell(tmp_path):
