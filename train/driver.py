@@ -37,7 +37,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from jaxcredit import rundir_io
 from jaxcredit.checkpoint import save_policy
 from jaxcredit.ledger import ledger_to_dict
-from jaxcredit.rundir_io import RunLock, check_writable_dir
+from jaxcredit.rundir_io import RunLock, check_writable_dir, seed_measures
 from jaxcredit.sharding import batch_mesh
 from jaxcredit.train.config import MAX_BUDGET, TrainConfig, config_from_dict
 from jaxcredit.train.loop import Trainer, budget_count, make_train
@@ -120,22 +120,25 @@ def _metric_rows(eval_index: int, metrics: dict, state) -> list[dict]:
 
 
 def summarize(rows: list[dict], num_seeds: int) -> dict:
-    """Per seed: final greedy success, success averaged over the evaluations after the start,
-    and the final ledger; plus the means over seeds."""
+    """Per seed: the comparison's measures (`jaxcredit.rundir_io.seed_measures`: final and
+    average greedy success, the final ledger) plus the initial and final sampled success and the
+    iterations run; and the means over seeds."""
+    measures = seed_measures(rows)
     per_seed = []
-    for i in range(num_seeds):
+    for k, i in enumerate(measures["seeds"]):
         mine = sorted((r for r in rows if r["seed_index"] == i), key=lambda r: r["eval_index"])
-        trained = [r for r in mine if r["eval_index"] > 0]
         per_seed.append({
             "seed_index": i,
             "initial_success": mine[0]["success_greedy"],
-            "final_success": mine[-1]["success_greedy"],
-            "average_success": float(np.mean([r["success_greedy"] for r in trained])),
+            "final_success": float(measures["final_success"][k]),
+            "average_success": float(measures["average_success"][k]),
             "final_success_sampled": mine[-1]["success_sampled"],
             "iterations": mine[-1]["iteration"],
-            "total_env_steps": mine[-1]["total_env_steps"],
-            "main_episodes": mine[-1]["main_episodes"],
+            "total_env_steps": int(measures["total_env_steps"][k]),
+            "main_episodes": int(measures["main_episodes"][k]),
         })
+    if len(per_seed) != num_seeds:
+        raise ValueError(f"metrics hold {len(per_seed)} seeds, expected {num_seeds}")
     keys = ("initial_success", "final_success", "average_success", "final_success_sampled", "total_env_steps")
     return {"seeds": per_seed, "mean": {k: float(np.mean([s[k] for s in per_seed])) for k in keys}}
 
