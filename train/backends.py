@@ -17,6 +17,7 @@ import sys
 import time
 from typing import NamedTuple
 
+from jaxcredit.timing import timed_cell
 from jaxcredit.train.config import TrainConfig
 from jaxcredit.train.driver import run_training
 from jaxcredit.train.rundir import read_jsonl
@@ -40,13 +41,15 @@ class Cell(NamedTuple):
 
 
 def run_cell(cell: Cell, *, progress: bool = True):
-    """Run one cell here: its summary (a matched cell: `{label_arm: summary}`)."""
-    if cell.targets is not None:
-        from jaxcredit.train.matched import run_matched
+    """Run one cell here: its summary (a matched cell: `{label_arm: summary}`). The session's wall
+    time and machine are appended to the cell's `timing.json` (`jaxcredit.timing`)."""
+    with timed_cell(cell.out, resumed=cell.resume):
+        if cell.targets is not None:
+            from jaxcredit.train.matched import run_matched
 
-        return run_matched(cell.config, cell.out, targets=cell.targets, resume=cell.resume, progress=progress,
-                           label=cell.label)
-    return run_training(cell.config, cell.out, resume=cell.resume, progress=progress, label=cell.label)
+            return run_matched(cell.config, cell.out, targets=cell.targets, resume=cell.resume, progress=progress,
+                               label=cell.label)
+        return run_training(cell.config, cell.out, resume=cell.resume, progress=progress, label=cell.label)
 
 
 def check_backend(backend: str) -> None:
