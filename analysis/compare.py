@@ -16,6 +16,7 @@ import numpy as np
 from jaxcredit.analysis.rundirs import read_json, read_jsonl, seed_measures, sweep_credits, sweep_regimes
 from jaxcredit.comparison import (
     MEASURES,
+    arm_environments,
     comparison_pairs,
     format_paired_table,
     label_arms,
@@ -44,8 +45,8 @@ def _cell_dir(sweep_dir: str, cell: tuple) -> str:
     return os.path.join(sweep_dir, *cell)
 
 
-def _has_run(path: str) -> bool:
-    return os.path.exists(os.path.join(path, "metrics.jsonl"))
+def _has_run(path: str, *, finished_only: bool = False) -> bool:
+    return os.path.exists(os.path.join(path, "summary.json" if finished_only else "metrics.jsonl"))
 
 
 def compare_arms(sweep_dir: str, arm: str, baseline: str, regime: str) -> dict:
@@ -74,16 +75,19 @@ def compare_arms(sweep_dir: str, arm: str, baseline: str, regime: str) -> dict:
     return {"regime": regime, "arm": arm, "baseline": baseline, **paired_comparison(arm_rows, baseline_rows)}
 
 
-def compare_sweep(sweep_dir: str, *, confidence: float = 0.95) -> dict:
+def compare_sweep(sweep_dir: str, *, confidence: float = 0.95, finished_only: bool = False) -> dict:
     """The sweep's comparison table (`jaxcredit.comparison.paired_table`) from its run directories:
-    `{"method", "confidence", "reference_arm", "regimes": {regime: {row: entry}}, "notes"}`."""
+    `{"method", "confidence", "reference_arm", "regimes": {regime: {row: entry}}, "notes"}`.
+    `finished_only`: leave out cells still running (no `summary.json`)."""
     spec = read_json(os.path.join(sweep_dir, "sweep_spec.json"))
     reference = spec.get("reference_arm", "outcome")
-    pairs = comparison_pairs(sweep_regimes(spec), sweep_credits(spec), reference)
+    pairs = comparison_pairs(sweep_regimes(spec), sweep_credits(spec), reference,
+                             environments=arm_environments(spec.get("base", {}), spec.get("arms", {})))
     measures = {}
     for pair in pairs:
         for cell in (pair.arm_cell, pair.reference_cell):
-            if cell is not None and cell not in measures and _has_run(_cell_dir(sweep_dir, cell)):
+            if (cell is not None and cell not in measures
+                    and _has_run(_cell_dir(sweep_dir, cell), finished_only=finished_only)):
                 measures[cell] = seed_measures(read_jsonl(os.path.join(_cell_dir(sweep_dir, cell), "metrics.jsonl")))
     return paired_table(pairs, measures, budgets=spec.get("budgets", {}), reference_arm=reference,
                         confidence=confidence)

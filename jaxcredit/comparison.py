@@ -12,6 +12,7 @@ each side spent) and `format_paired_table` into Markdown. `jaxcredit.train.sweep
 
 from __future__ import annotations
 
+import json
 from typing import NamedTuple
 
 import numpy as np
@@ -50,26 +51,62 @@ def label_free_arms(credits: dict, reference_arm: str) -> list:
     return sorted(free, key=lambda arm: arm != reference_arm)
 
 
-def comparison_pairs(regimes, credits: dict, reference_arm: str) -> list:
+def arm_environments(base: dict, arms: dict) -> dict:
+    """`{arm: key}`: the task each arm trains on (`env` and `env_overrides`, the arm's fields over
+    `base`'s) as a canonical JSON string; arms with equal keys play the same environment."""
+    merged = {arm: {**base, **fields} for arm, fields in arms.items()}
+    return {arm: json.dumps([m.get("env", "mad"), m.get("env_overrides") or {}], sort_keys=True)
+            for arm, m in merged.items()}
+
+
+def arm_references(credits: dict, reference_arm: str, environments: dict | None = None) -> dict:
+    """`{arm: the arm it is compared with, or None}` (None: the row is a reference itself).
+
+    Without `environments` (or when every arm plays the reference arm's environment), every arm
+    is compared with `reference_arm` (None for all when the sweep has no such arm). With arms on
+    different environments (`arm_environments`, e.g. one arm per density), an arm is compared with
+    the first arm of the reference arm's credit on its own environment, and stands alone when
+    there is none: a paired comparison is only made within one task.
+    """
+    if reference_arm not in credits:
+        return {arm: None for arm in credits}
+    if environments is None or len({environments[arm] for arm in credits}) == 1:
+        return {arm: (None if arm == reference_arm else reference_arm) for arm in credits}
+    wanted = credits[reference_arm]
+    out = {}
+    for arm in credits:
+        same = [other for other in credits if environments[other] == environments[arm]]
+        if reference_arm in same:
+            home = reference_arm
+        else:
+            home = next((other for other in same if credits[other] == wanted), None)
+        out[arm] = None if home in (None, arm) else home
+    return out
+
+
+def comparison_pairs(regimes, credits: dict, reference_arm: str, *, environments: dict | None = None) -> list:
     """Every row of a sweep's table, as `Pair`s, regime by regime.
 
-    `attempts` and `fixed-steps` (and the old `steps`): every arm against `reference_arm` in the
-    same regime (the reference arm gets its own row). `matched`: every label arm's `attempts` cell
-    against each label-free arm's `matched_cell`.
+    `attempts` and `fixed-steps` (and the old `steps`): every arm against its reference
+    (`arm_references`: `reference_arm`, or with `environments` the reference credit's arm on the
+    same environment) in the same regime (a reference gets its own row). `matched`: every label
+    arm's `attempts` cell against each label-free arm's `matched_cell` (on the same environment,
+    when `environments` is given).
     """
+    references = arm_references(credits, reference_arm, environments)
     pairs = []
     for regime in regimes:
         if regime == "matched":
             for arm in label_arms(credits):
                 for reference in label_free_arms(credits, reference_arm):
-                    pairs.append(Pair(regime, arm, ("attempts", arm), reference,
-                                      ("matched", matched_cell(reference, arm))))
+                    if environments is None or environments[reference] == environments[arm]:
+                        pairs.append(Pair(regime, arm, ("attempts", arm), reference,
+                                          ("matched", matched_cell(reference, arm))))
             continue
         for arm in credits:
-            if arm == reference_arm or reference_arm not in credits:
-                pairs.append(Pair(regime, arm, (regime, arm), None, None))
-            else:
-                pairs.append(Pair(regime, arm, (regime, arm), reference_arm, (regime, reference_arm)))
+            reference = references[arm]
+            cell = None if reference is None else (regime, reference)
+            pairs.append(Pair(regime, arm, (regime, arm), reference, cell))
     return pairs
 
 
@@ -208,5 +245,6 @@ def format_paired_table(table: dict, *, heading: str = "###") -> str:
     return "\n".join(lines)
 
 
-__all__ = ["LABEL_FREE_CREDITS", "MEASURES", "MIN_RELIABLE_SEEDS", "Pair", "arm_credits", "budget_text",
-           "comparison_pairs", "format_paired_table", "label_arms", "label_free_arms", "paired_table"]
+__all__ = ["LABEL_FREE_CREDITS", "MEASURES", "MIN_RELIABLE_SEEDS", "Pair", "arm_credits", "arm_environments",
+           "arm_references", "budget_text", "comparison_pairs", "format_paired_table", "label_arms",
+           "label_free_arms", "paired_table"]

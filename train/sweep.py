@@ -26,6 +26,7 @@ import numpy as np
 
 from jaxcredit.comparison import (
     arm_credits,
+    arm_environments,
     comparison_pairs,
     format_paired_table,
     label_arms,
@@ -196,7 +197,8 @@ def sweep_table(summaries: dict, spec: SweepSpec) -> dict:
     """The comparison table (`jaxcredit.comparison.paired_table`) of the cells in `summaries`
     (`{(regime, cell): summary}`)."""
     measures = {cell: summary_measures(summary) for cell, summary in summaries.items()}
-    pairs = comparison_pairs(spec.regimes, spec.credits, spec.reference_arm)
+    pairs = comparison_pairs(spec.regimes, spec.credits, spec.reference_arm,
+                             environments=arm_environments(spec.base, spec.arms))
     return paired_table(pairs, measures, budgets=spec.budgets, reference_arm=spec.reference_arm)
 
 
