@@ -26,6 +26,7 @@ from jaxcredit.analysis.compare import (
     paired_comparison,
 )
 from jaxcredit.analysis.exact import REFERENCE_POLICIES, exact_credit, exact_step_values
+from jaxcredit.analysis.page import write_results_page
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
 from jaxcredit.analysis.report import audit_markdown_summary, markdown_links, write_audit, write_report
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
@@ -68,4 +69,5 @@ __all__ = [
     "sweep_cells",
     "write_audit",
     "write_report",
+    "write_results_page",
 ]

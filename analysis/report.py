@@ -51,15 +51,29 @@ def _write_cards(path: str, cards) -> list[str]:
     return ["Cards: [card.md](card.md), [card.json](card.json).", "", cards_markdown(cards)]
 
 
-def _curve_plots(path: str, runs: dict, *, prefix: str, title: str) -> list[str]:
-    """Learning curves of `runs` (arm -> run dir) against both cost axes; Markdown image lines."""
+def curve_plots(path: str, runs: dict, *, prefix: str, title: str, link_prefix: str = "") -> list[str]:
+    """Learning curves of `runs` (arm -> run dir) against both cost axes, written as
+    `path/plots/<prefix>curve-<axis>.png`; returns Markdown image lines linking
+    `<link_prefix>plots/...` (the plots' path from the page that shows them)."""
     lines = []
     for axis_name, x in CURVE_AXES.items():
         curves = {arm: learning_curve(read_jsonl(os.path.join(run, "metrics.jsonl")), x=x) for arm, run in runs.items()}
         relative = f"plots/{prefix}curve-{axis_name}.png"
         plot_learning_curves(curves, os.path.join(path, relative), x=x, title=f"{title} vs {x}")
-        lines += [f"![{title} against {x}]({relative})", ""]
+        lines += [f"![{title} against {x}]({link_prefix}{relative})", ""]
     return lines
+
+
+def regime_curve_runs(cells: dict) -> dict:
+    """`{regime: {line: run_dir}}` to draw per regime from `sweep_cells`: in `matched`, each label
+    arm's `attempts` run is drawn with the runs given its total env steps (`<arm>/to-<label arm>`)."""
+    out = {}
+    for regime, runs in cells.items():
+        if regime == "matched":  # the label arms' side of the matched comparisons: their attempts runs
+            label_runs = {name.split("/to-")[-1] for name in runs}
+            runs = {**{arm: run for arm, run in cells.get("attempts", {}).items() if arm in label_runs}, **runs}
+        out[regime] = runs
+    return out
 
 
 def _sweep_report(path: str) -> str:
@@ -74,13 +88,9 @@ def _sweep_report(path: str) -> str:
              "Mean greedy success over seeds against each cost axis; bands are Student-t intervals of the mean "
              "over seeds (the figure names n). In `matched`, each label arm's equal-attempts run is drawn with "
              "the runs given its total env steps (`<arm>/to-<label arm>`).", ""]
-    cells = sweep_cells(path)
-    for regime, runs in cells.items():
-        if regime == "matched":  # the label arms' side of the matched comparisons: their attempts runs
-            label_runs = {name.split("/to-")[-1] for name in runs}
-            runs = {**{arm: run for arm, run in cells.get("attempts", {}).items() if arm in label_runs}, **runs}
+    for regime, runs in regime_curve_runs(sweep_cells(path)).items():
         lines += [f"### Regime: {regime} ({regime_meaning(regime)})", ""]
-        lines += _curve_plots(path, runs, prefix=f"{regime}-", title=f"{regime} regime")
+        lines += curve_plots(path, runs, prefix=f"{regime}-", title=f"{regime} regime")
     lines += ["## CA-ID cards", ""] + _write_cards(path, cards_for_sweep(spec))
     return _finish(path, "\n".join(lines))
 
@@ -102,7 +112,7 @@ def _run_report(path: str) -> str:
               "| 95% interval | " + " | ".join(_interval_text(lo, hi) for _, lo, hi in intervals) + " |",
               "", "Interval: " + interval_description(len(measures["seeds"]), method="Student-t")
               + " (of the mean over seeds).", "", "## Learning curves", ""]
-    lines += _curve_plots(path, {arm: path}, prefix="", title=arm)
+    lines += curve_plots(path, {arm: path}, prefix="", title=arm)
     lines += ["## CA-ID card", ""] + _write_cards(path, [card_for_config(config, subject=f"run {arm}")])
     return _finish(path, "\n".join(lines))
 

@@ -47,8 +47,9 @@ def sweep_regimes(spec: dict) -> list:
     return list(spec.get("regimes") or spec.get("budgets", {}))
 
 
-def sweep_cells(path: str) -> dict:
-    """`{regime: {cell: run_dir}}` of a sweep directory, in the spec's order (cells on disk only).
+def sweep_cells(path: str, *, finished_only: bool = False) -> dict:
+    """`{regime: {cell: run_dir}}` of a sweep directory, in the spec's order (cells on disk only;
+    `finished_only`: only cells with a `summary.json`).
 
     Cells are arm names, and in `matched` the views `<label-free arm>/to-<label arm>`.
     """
@@ -63,6 +64,6 @@ def sweep_cells(path: str) -> dict:
             names = list(credits)
         for name in names:
             run = os.path.join(path, regime, name)
-            if os.path.exists(os.path.join(run, "metrics.jsonl")):
+            if os.path.exists(os.path.join(run, "summary.json" if finished_only else "metrics.jsonl")):
                 cells.setdefault(regime, {})[name] = run
     return cells

@@ -231,13 +231,35 @@ def _cmd_audit(args) -> None:
 
 
 def _cmd_report(args) -> None:
-    from jaxcredit.analysis import write_report
+    from jaxcredit.analysis import write_report, write_results_page
 
+    if args.page is not None:
+        return _cmd_report_page(args, write_results_page)
+    if args.threshold is not None:
+        raise CommandError("--threshold goes with --page")
     path = write_report(args.path)
     if args.json:
         _print_json({"report": path})
     else:
         print(f"wrote {path}")
+
+
+def _cmd_report_page(args, write_results_page) -> None:
+    from jaxcredit.analysis import read_json
+    from jaxcredit.train import PRESETS
+
+    spec_path = os.path.join(args.path, "sweep_spec.json")
+    spec = read_json(spec_path) if os.path.exists(spec_path) else {}
+    sweep = None
+    if spec.get("name") in PRESETS:  # how to run the sweep again, when it is a preset
+        sweep = f"jaxcredit sweep --preset {spec['name']} --out {args.path.rstrip('/')}" + (
+            f" --seeds {spec['num_seeds']}" if spec.get("num_seeds") is not None else "")
+    kwargs = {} if args.threshold is None else {"threshold": args.threshold}
+    page = write_results_page(args.path, args.page, sweep_command=sweep, **kwargs)
+    if args.json:
+        _print_json({"page": page, "files": args.page[: -len(".md")]})
+    else:
+        print(f"wrote {page} and its files in {args.page[: -len('.md')]}/")
 
 
 def _cmd_compare(args) -> None:
@@ -366,6 +388,11 @@ def _add_analysis_commands(commands, *, regimes) -> None:
     report = commands.add_parser("report", help="write report.md (tables, CA-ID cards, plots) for a sweep, run "
                                                 "or audit directory")
     report.add_argument("path", help="sweep, run or audit directory")
+    report.add_argument("--page", help="instead of report.md: write the results page PAGE.md of a finished sweep "
+                                       "and its files in PAGE/ (tables, summary.json, plots, cards, audits); "
+                                       "nothing is written into the sweep")
+    report.add_argument("--threshold", type=float, help="with --page: the success threshold of the time-to-"
+                                                         "threshold table (default 0.9)")
     report.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     report.set_defaults(handler=_cmd_report)
 
