@@ -17,10 +17,12 @@ from jaxcredit.credit import (
     outcome_advantage,
     solver_action_advantage,
     solver_advantage,
+    solver_menu_values,
 )
 from jaxcredit.credit_arms import CREDIT_ARMS, CREDIT_NAMES, CreditArm, CreditContext, CreditResult, credit_arm
 from jaxcredit.env import Environment, State, tree_select
 from jaxcredit.ledger import ACCOUNTS, MAX_COUNT, Counts, Ledger, init_ledger, ledger_to_dict, record
+from jaxcredit.objectives import OBJECTIVES, VALUE_OBJECTIVES, objective_loss
 from jaxcredit.policy import (
     PolicyConfig,
     PolicyFunctions,
@@ -113,6 +115,10 @@ __all__ = [
     "solve_batch",
     "solver_action_advantage",
     "solver_advantage",
+    "solver_menu_values",
+    "OBJECTIVES",
+    "VALUE_OBJECTIVES",
+    "objective_loss",
     "State",
     "strict_json",
     "task_sizes",

@@ -177,6 +177,19 @@ def solver_action_advantage(trajectory: Trajectory, values: Any, *, group_size: 
     return _on_live(trajectory, advantage)
 
 
+def solver_menu_values(trajectory: Trajectory, values: Any, *, group_size: int = 1) -> jax.Array:
+    """float32 `[B, T, A]`: `Q[tl_t, p_t, a]` of EVERY action at each step's state (the legal-action
+    menu the value-target objectives of `jaxcredit.objectives` train on); 0 on illegal actions and
+    on steps that are not live. `values` as for `solver_action_advantage`."""
+    batch = trajectory.live.shape[0]
+    q = values.q if values.q.ndim == 4 else values.q[None]
+    q = _per_episode(q, batch, batch if values.q.ndim == 3 else group_size)
+    turns_left = jnp.clip(trajectory.turns_left, 0, q.shape[1] - 1)
+    menu = q[jnp.arange(batch)[:, None], turns_left, trajectory.position]  # [B, T, A]
+    keep = trajectory.live[..., None] & trajectory.legal_action_mask & jnp.isfinite(menu)
+    return jnp.where(keep, menu, 0.0).astype(jnp.float32)
+
+
 def exact_advantage(trajectory: Trajectory, *, values: Any, group_size: int = 1) -> jax.Array:
     """Exact credit of the current policy π: `A_t = Q^π(s_t, a_t) - V^π(s_t)`. float32 `[B, T]`.
 

@@ -2,7 +2,9 @@
 
 An arm is what a training run's `credit` names. `CREDIT_ARMS[name].compute(context, trajectory,
 problems, key)` returns a `CreditResult`: the advantages `[B, T]` (from `jaxcredit.credit`), the
-critic's training batch (critic arm only) and the work it spent as `Counts` per ledger account.
+critic's training batch (critic arm only), the work it spent as `Counts` per ledger account and,
+for the arms that enumerate the graph (exact, solver), the exact value of every legal action at
+each step's state (what the value-target objectives of `jaxcredit.objectives` train on).
 The trainer records the charge as returned; the command line takes its `--credit` choices from
 `CREDIT_NAMES`; analysis reads each arm's account and description from here.
 
@@ -40,6 +42,7 @@ from jaxcredit.credit import (
     mc_advantage,
     outcome_advantage,
     solver_advantage,
+    solver_menu_values,
 )
 from jaxcredit.env import Environment
 from jaxcredit.ledger import Counts
@@ -72,11 +75,15 @@ class CreditResult(NamedTuple):
       critic_batch: `(observation [M, L], legal [M, A], target [M], valid [M])` for the critic
         arm, else None.
       charge: `{account: Counts}`, the work spent, per ledger account (empty: no work).
+      action_values: float32 `[B, T, A]`, the exact value of every legal action at each step's
+        state (`credit.solver_menu_values`; what the value-target objectives train on) for the arms
+        that enumerate the graph (exact, solver), else None. It costs nothing beyond `charge`.
     """
 
     advantage: jax.Array
     critic_batch: Any
     charge: dict
+    action_values: Any = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,7 +164,7 @@ def exact_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key
         problems, graphs, starts)
     counts = counts.replace(policy_evals=jnp.sum(evals, dtype=jnp.int32))
     return CreditResult(solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem), None,
-                        {"label": counts})
+                        {"label": counts}, solver_menu_values(trajectory, values, group_size=c.attempts_per_problem))
 
 
 def solver_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
@@ -170,7 +177,8 @@ def solver_arm(context: CreditContext, trajectory: Trajectory, problems: Any, ke
     outcome = c.outcome_baseline if c.solver_add_outcome else None
     advantage = solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem, weight=c.solver_weight,
                                  outcome=outcome)
-    return CreditResult(advantage, None, {"label": counts})
+    return CreditResult(advantage, None, {"label": counts},
+                        solver_menu_values(trajectory, values, group_size=c.attempts_per_problem))
 
 
 def critic_values(context: CreditContext, trajectory: Trajectory) -> jax.Array:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxcredit.credit_arms import CREDIT_NAMES
+from jaxcredit.credit_arms import CREDIT_ARMS, CREDIT_NAMES
+from jaxcredit.objectives import OBJECTIVES
 from jaxcredit.validation import INT32_MAX, require_float, require_int
 
 CREDITS = CREDIT_NAMES  # the registered credit arms (jaxcredit.credit_arms)
@@ -57,6 +58,10 @@ class TrainConfig:
       entropy_coef: the weight of the entropy bonus.
       loss_normalisation: `step` (the mean over all live steps) or `sequence` (per episode, then
         over episodes).
+      objective: what the update trains on (`jaxcredit.objectives`): `pg` (the policy gradient on
+        the taken actions' advantages) or a value-target loss on the exact values of every legal
+        action at each visited state, `dense`, `pairwise` or `hard` (credit `exact` or `solver` only).
+      objective_temperature: τ of the `dense` objective's target `softmax(Q / τ)`, in success probability.
       max_grad_norm: gradients are clipped to this global norm.
       d_model: the policy network's width (`jaxcredit.policy.PolicyConfig`).
       num_layers: the policy network's Transformer blocks.
@@ -100,6 +105,8 @@ class TrainConfig:
     clip_epsilon: float = 0.0
     entropy_coef: float = 0.0
     loss_normalisation: str = "step"
+    objective: str = "pg"
+    objective_temperature: float = 0.1
     max_grad_norm: float = 1.0
     d_model: int = 64
     num_layers: int = 2
@@ -161,9 +168,31 @@ class TrainConfig:
             raise ValueError(f"config.d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.budget < self.num_evals:
             raise ValueError(f"config.budget ({self.budget}) must be at least num_evals ({self.num_evals})")
+        self._check_objective()
         object.__setattr__(self, "env_overrides", _env_overrides(self.env_overrides))
         object.__setattr__(self, "eval_families", _eval_families(self.eval_families))
         self._check_environment()
+
+    def _check_objective(self) -> None:
+        """A value-target objective needs exact values of every legal action (an arm that enumerates
+        the graph) and uses no advantage, so the fields that only shape the advantage are refused."""
+        if not isinstance(self.objective, str) or self.objective not in OBJECTIVES:
+            raise ValueError(f"config.objective: unknown value {self.objective!r}; choices: {', '.join(OBJECTIVES)}")
+        if require_float("config.objective_temperature", self.objective_temperature, 0.0) <= 0.0:
+            raise ValueError(f"config.objective_temperature must be a finite number > 0, "
+                             f"got {self.objective_temperature!r}")
+        if self.objective == "pg":
+            return
+        value_credits = [name for name, arm in CREDIT_ARMS.items() if arm.enumerates]
+        if self.credit not in value_credits:
+            raise ValueError(f"config.objective {self.objective!r} trains on exact values of every legal action: "
+                             f"it needs credit {' or '.join(map(repr, value_credits))}, got {self.credit!r}")
+        if self.clip_epsilon > 0:
+            raise ValueError(f"config.clip_epsilon applies to the policy gradient only; objective "
+                             f"{self.objective!r} needs clip_epsilon 0, got {self.clip_epsilon!r}")
+        if self.solver_add_outcome:
+            raise ValueError(f"config.solver_add_outcome adds to the advantage, which objective {self.objective!r} "
+                             f"does not use; set it false")
 
     def _check_environment(self) -> None:
         """Build the environment once: its constructor checks every override (and its limits)."""

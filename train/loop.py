@@ -4,7 +4,10 @@ One iteration samples `P = problems_per_iteration` problems, plays `G = attempts
 attempts of each with the current policy (the main attempts), computes one advantage per action
 with the configured credit estimator (spending label work on the ledger), and takes a policy
 gradient step: masked log-probabilities, an optional PPO clip over several epochs, an entropy
-bonus, Adam. A run ends when the ledger's budget counter reaches the budget; the ledger decides,
+bonus, Adam. With a value-target `objective` (`jaxcredit.objectives`) the step is instead a
+supervised loss on the exact values of every legal action at the visited states, which the
+exact and solver arms return beside their advantages at no extra cost.
+A run ends when the ledger's budget counter reaches the budget; the ledger decides,
 checked after every iteration, so runs compared at equal cost end within one iteration's work.
 
 Paired arms: the seed alone fixes the initial parameters (`fold_in(key, 0)`) and the stream of
@@ -31,6 +34,7 @@ from jaxcredit.credit_arms import CreditContext, credit_arm
 from jaxcredit.env import Environment
 from jaxcredit.holdout import TRAIN, sample_in_split
 from jaxcredit.ledger import MAX_COUNT, Ledger, init_ledger, record
+from jaxcredit.objectives import objective_loss
 from jaxcredit.policy import PolicyConfig, PolicyFunctions, make_policy
 from jaxcredit.policy_fn import log_probabilities
 from jaxcredit.rollout import Trajectory, rollout
@@ -133,11 +137,13 @@ class Trainer:
                                           num_turns=self.env.max_turns)
         trajectory = constrain_batch(trajectory, self.batch_sharding)
         ledger = record(state.ledger, main_counts, account="main")
-        advantage, critic_batch, ledger = self.advantages(state.params, trajectory, problems, label_key, ledger)
+        result, ledger = self.credit(state.params, trajectory, problems, label_key, ledger)
+        advantage, critic_batch = result.advantage, result.critic_batch
+        action_values = None if c.objective == "pg" else result.action_values
 
         def epoch(carry, _):
             params, opt_state = carry
-            grads = jax.grad(self.loss)(params, trajectory, advantage, critic_batch)
+            grads = jax.grad(self.loss)(params, trajectory, advantage, critic_batch, action_values)
             updates, opt_state = self.optimizer.update(grads, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state), None
 
@@ -190,23 +196,34 @@ class Trainer:
         return state, stacked
 
     # ----- credit -----
-    def advantages(self, params, trajectory: Trajectory, problems, key, ledger: Ledger):
-        """`(advantage [B, T], critic_batch, ledger)`: the configured arm's credit (`jaxcredit.credit_arms`)
-        and its cost recorded on the ledger.
-
-        `critic_batch` is `(observation [M, L], mask [M, A], target [M], valid [M])` for the critic arm, else None.
-        """
+    def credit(self, params, trajectory: Trajectory, problems, key, ledger: Ledger):
+        """`(result, ledger)`: the configured arm's `CreditResult` (`jaxcredit.credit_arms`) and its
+        cost recorded on the ledger."""
         context = CreditContext(env=self.env, policy_fn=self.policy_fn, params=params, config=self.config,
                                 value_fn=self.value_fn, sharding=self.batch_sharding)
         result = credit_arm(self.config.credit).compute(context, trajectory, problems, key)
         for account, counts in result.charge.items():
             ledger = record(ledger, counts, account=account)
+        return result, ledger
+
+    def advantages(self, params, trajectory: Trajectory, problems, key, ledger: Ledger):
+        """`(advantage [B, T], critic_batch, ledger)`: `credit`'s advantages and critic batch.
+
+        `critic_batch` is `(observation [M, L], mask [M, A], target [M], valid [M])` for the critic arm, else None.
+        """
+        result, ledger = self.credit(params, trajectory, problems, key, ledger)
         return result.advantage, result.critic_batch, ledger
 
     # ----- loss -----
-    def loss(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch) -> jax.Array:
+    def loss(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch,
+             action_values: jax.Array | None = None) -> jax.Array:
         """Policy-gradient loss over live steps (PPO-clipped when `clip_epsilon > 0`), minus the
         entropy bonus, plus the critic's squared error when training a critic.
+
+        With a value-target `objective` (`dense`, `pairwise`, `hard`; `jaxcredit.objectives`),
+        `x_t = -L(s_t) + entropy_coef H_t` instead, on the live steps the objective counts (pairwise:
+        those with an ordered pair of legal actions), from `action_values` float32 `[B, T, A]`, the
+        exact value of every legal action at each step's state; `advantage` is then not used.
 
         With `x_t = ratio_t A_t + entropy_coef H_t` on the live steps (`ratio_t` clipped as PPO
         when `clip_epsilon > 0`), `loss_normalisation` averages them as `step` (the default):
@@ -221,12 +238,20 @@ class Trainer:
         c = self.config
         mask = trajectory.legal_action_mask
         log_probs = log_probabilities(self.policy_fn(params, trajectory.observation, mask), mask)
-        chosen = jnp.take_along_axis(log_probs, trajectory.action[..., None], axis=-1)[..., 0]
-        ratio = jnp.exp(chosen - trajectory.log_prob)
-        surrogate = ratio * advantage
-        if c.clip_epsilon > 0:
-            surrogate = jnp.minimum(surrogate, jnp.clip(ratio, 1 - c.clip_epsilon, 1 + c.clip_epsilon) * advantage)
         live = trajectory.live
+        if c.objective == "pg":
+            chosen = jnp.take_along_axis(log_probs, trajectory.action[..., None], axis=-1)[..., 0]
+            ratio = jnp.exp(chosen - trajectory.log_prob)
+            surrogate = ratio * advantage
+            if c.clip_epsilon > 0:
+                surrogate = jnp.minimum(surrogate, jnp.clip(ratio, 1 - c.clip_epsilon, 1 + c.clip_epsilon) * advantage)
+        else:
+            if action_values is None:
+                raise ValueError(f"objective {c.objective!r} needs the values of every legal action; credit "
+                                 f"{c.credit!r} gives none")
+            step_loss, counted = objective_loss(c.objective, log_probs, action_values, mask,
+                                                temperature=c.objective_temperature)
+            surrogate, live = -step_loss, live & counted
         entropy = -jnp.sum(jnp.where(mask, jnp.exp(log_probs) * log_probs, 0.0), axis=-1)
         per_step = jnp.where(live, surrogate + c.entropy_coef * entropy, 0.0)  # [B, T]
         if c.loss_normalisation == "sequence":

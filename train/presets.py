@@ -10,7 +10,11 @@ makes a study long: its length is the label arms' label work, in outcome iterati
 - `mad-study`: default MAD, outcome vs mc vs exact vs critic, 5 paired seeds.
 - `arithmetic-study`: arithmetic with the legal-action menu, outcome vs `solver-uniform` (credit
   `solver`: exact values under the uniform reference) vs `exact-policy` (credit `exact`: exact
-  values under the current policy) vs `solver-optimal`, evaluated on every family. (Sweeps written
+  values under the current policy) vs `solver-optimal`, evaluated on every family; plus the three
+  value-target objectives on the same uniform-reference values as `solver-uniform` (`dense-uniform`,
+  `pairwise-uniform`, `hard-uniform`: credit `solver`, `objective` dense / pairwise / hard; see
+  `jaxcredit.objectives`), so they differ from `solver-uniform` only in the loss: the same labels at
+  the same ledger cost, used on every legal action instead of the taken one. (Sweeps written
   before `solver-uniform` was renamed call it `exact-uniform`: they still read, and resuming one
   says so.)
 - `density-study`: Routine (fatal, horizon 8, 2 choices) at densities 1/8, 1/4, 1/2, 1 (1, 2, 4, 8
@@ -25,6 +29,7 @@ from jaxcredit.train.sweep import SweepSpec
 
 _SMALL_MAD = {"length": 5, "num_tokens": 4, "min_useful": 1, "max_useful": 2, "max_turns": 8}
 DENSITY_STUDY_DENSITIES = (0.125, 0.25, 0.5, 1.0)
+_UNIFORM_VALUES = {"credit": "solver", "solver_policy": "uniform"}
 _DENSITY_CREDITS = {"outcome": {"credit": "outcome"}, "exact": {"credit": "exact"},
                     "mc": {"credit": "mc", "mc_continuations": 2}}
 
@@ -58,16 +63,19 @@ PRESETS: dict[str, SweepSpec] = {
     ),
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
-        description="arithmetic (legal-action menu), outcome vs solver-uniform vs exact-policy vs solver-optimal",
+        description="arithmetic (legal-action menu), outcome vs solver-uniform vs exact-policy vs solver-optimal, "
+                    "plus the dense, pairwise and hard value-target objectives on uniform-reference values",
         base={"env": "arithmetic", "learning_rate": 1e-3, "num_seeds": 2, "num_evals": 8, "eval_problems": 128,
               "eval_families": ("default", "small_targets", "multiplication", "large_values"),
               "problems_per_iteration": 4, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"},
               "solver-uniform": {"credit": "solver", "solver_policy": "uniform"},
               "exact-policy": {"credit": "exact"},
-              "solver-optimal": {"credit": "solver", "solver_policy": "optimal", "solver_add_outcome": True}},
+              "solver-optimal": {"credit": "solver", "solver_policy": "optimal", "solver_add_outcome": True},
+              **{f"{objective}-uniform": {**_UNIFORM_VALUES, "objective": objective}
+                 for objective in ("dense", "pairwise", "hard")}},
         budgets={"attempts": 4_000, "fixed-steps": 2_000_000},
-        cpu_minutes="about 50 for attempts and fixed-steps, plus about 3 hours for matched (estimate: outcome "
+        cpu_minutes="about 60 for attempts and fixed-steps, plus about 3 hours for matched (estimate: outcome "
                     "to the exact arms' ~12M env steps)",
     ),
     "density-study": SweepSpec(
