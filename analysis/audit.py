@@ -141,10 +141,10 @@ def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array
     two halves; `"sampled"` runs `num_completions` completions per state under the policy itself,
     in two halves (`audit_sampled.py`, the study's protocol); `"both"` runs both on the same
     states. `chunk_states` states per forced call, sampled completions 4096 per call (a tqdm bar
-    on stderr counts them). Exact values come
-    from the solver under the same policy. Returns a JSON-able dict (see the module docstring;
-    the forced mode's numbers at the top level, the sampled mode's under `sampled`, the
-    completions each did under `completions`; timings in `seconds`, the work in `env_steps`).
+    on stderr counts them). Exact values come from the solver under the same policy. Returns a
+    JSON-able dict (see the module docstring; the forced mode's numbers at the top level, the
+    sampled mode's under `sampled`, the completions each did under `completions`; timings in
+    `seconds`, the work in `env_steps`).
     """
     from jaxcredit.analysis.audit_sampled import run_sampled  # it imports this module's statistics
 
@@ -205,11 +205,13 @@ def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array
     }
     if "forced" in modes:
         started = time.perf_counter()
-        audit.update(_forced(env, policy_fn, params, states, (half_a_key, half_b_key), probs=probs, exact_q=exact_q,
-                             num_continuations=num_continuations, chunk_states=chunk_states, progress=progress))
-        audit["env_steps"]["continuations"] = audit.pop("_env_steps")
+        forced, credit_full, env_steps = _forced(
+            env, policy_fn, params, states, (half_a_key, half_b_key), probs=probs, exact_q=exact_q,
+            num_continuations=num_continuations, chunk_states=chunk_states, progress=progress)
+        audit.update(forced)
+        audit["env_steps"]["continuations"] = env_steps
         taken = np.asarray(trajectory.action)[rows, picked]
-        taken_mc = np.abs(audit.pop("_credit_full")[rows, taken])
+        taken_mc = np.abs(credit_full[rows, taken])
         audit["credit_before_final"]["mc_sampled_states"] = _share_before_final(taken_mc, picked < last,
                                                                                 np.ones(num_states, bool))
         total = audit["num_state_actions"] * num_continuations
@@ -235,8 +237,9 @@ def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array
 
 
 def _forced(env, policy_fn, params, states, half_keys, *, probs, exact_q, num_continuations: int,
-            chunk_states: int, progress: bool) -> dict:
-    """The forced mode: K continuations per legal action of each state `[N]`, two halves."""
+            chunk_states: int, progress: bool) -> tuple[dict, np.ndarray, int]:
+    """The forced mode: K continuations per legal action of each state `[N]`, two halves. Returns
+    its numbers, the full-K credit `[N, A]` and the environment steps the continuations took."""
     num_states = int(states.turn.shape[0])
     max_legal = int(np.asarray(states.legal_action_mask).sum(axis=1).max())
     half = num_continuations // 2
@@ -275,9 +278,7 @@ def _forced(env, policy_fn, params, states, half_keys, *, probs, exact_q, num_co
         "sign_agreement_vs_exact": sign_agreement(exact_state_credit, credit_full, valid),
         "split_half": split_half_correlation(credit_a, credit_b, valid),
         "mc_error": mc_error_by_k(both, exact_q, probs, valid, ks),
-        "_env_steps": env_steps,
-        "_credit_full": credit_full,
-    }
+    }, credit_full, env_steps
 
 
 def _final_context(env, policy_fn, params, trajectory, *, chunk: int = 4096) -> dict:
