@@ -2,11 +2,19 @@
 plots and reports. Reads run directories (plain JSON) and checkpoints; never imports the trainer."""
 
 from jaxcredit.analysis.audit import (
+    AUDIT_MODES,
     credit_from_q,
     mc_error_by_k,
     run_audit,
     sign_agreement,
     split_half_correlation,
+)
+from jaxcredit.analysis.audit_sampled import (
+    action_values,
+    run_sampled,
+    sample_completions,
+    sampled_audit,
+    sampled_markdown,
 )
 from jaxcredit.analysis.card import CAIDCard, card_for_audit, card_for_config, cards_for_sweep, cards_markdown
 from jaxcredit.analysis.classes import (
@@ -26,6 +34,7 @@ from jaxcredit.analysis.compare import (
     paired_comparison,
 )
 from jaxcredit.analysis.exact import REFERENCE_POLICIES, exact_credit, exact_step_values
+from jaxcredit.analysis.final_context import final_context_markdown, final_context_summary
 from jaxcredit.analysis.page import write_results_page
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
 from jaxcredit.analysis.report import audit_markdown_summary, markdown_links, write_audit, write_report
@@ -33,11 +42,13 @@ from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_meas
 
 __all__ = [
     "ABSOLUTE_TOLERANCE",
+    "AUDIT_MODES",
     "CAIDCard",
     "CLASSES",
     "MEASURES",
     "REFERENCE_POLICIES",
     "RELATIVE_TOLERANCE",
+    "action_values",
     "audit_markdown_summary",
     "card_for_audit",
     "card_for_config",
@@ -50,6 +61,8 @@ __all__ = [
     "credit_from_q",
     "exact_credit",
     "exact_step_values",
+    "final_context_markdown",
+    "final_context_summary",
     "format_class_table",
     "format_comparison_table",
     "kind_of",
@@ -63,6 +76,10 @@ __all__ = [
     "read_json",
     "read_jsonl",
     "run_audit",
+    "run_sampled",
+    "sample_completions",
+    "sampled_audit",
+    "sampled_markdown",
     "seed_measures",
     "sign_agreement",
     "split_half_correlation",

@@ -187,20 +187,30 @@ def cards_for_sweep(spec: dict) -> list[CAIDCard]:
 def card_for_audit(audit: dict, *, policy: str) -> CAIDCard:
     """The card of an audit (the dict `run_audit` returns); `policy` describes the audited policy."""
     env = {"env": audit["env"], "env_overrides": audit.get("env_config", {})}
-    k, n = audit["num_continuations"], audit["num_states"]
+    n = audit["num_states"]
+    provenance, support = [], [f"{n} states, one per episode of the policy's own play on fresh problems"]
+    if "num_continuations" in audit:  # the forced mode
+        k = audit["num_continuations"]
+        provenance.append(f"continuation (K={k} per legal action, two independent halves of {k // 2})")
+        support.append(f"forced: {audit['num_state_actions']} (state, action) pairs, split halves for sign agreement "
+                       "and correlation, Monte Carlo error against exact values for k = "
+                       + ", ".join(str(r["k"]) for r in audit["mc_error"]))
+    if "sampled" in audit:
+        sampled = audit["sampled"]
+        provenance.append(f"completions sampled under the policy ({sampled['num_completions']} per state, "
+                          f"halves of {sampled['halves'][0]} and {sampled['halves'][1]}; only the actions taken)")
+        support.append(f"sampled: {sampled['total_completions']} completions, split halves for sign agreement "
+                       "and correlation over the actions taken")
     return CAIDCard(
         subject=f"audit of {policy} on {audit['env']}",
         unit_and_estimand=f"unit: one legal action in a sampled state of {_env_text(env)}; estimand: "
-                          "Q^π(s, a) − V^π(s) of the audited policy π (V̂ = Σ π Q̂)",
+                          "Q^π(s, a) − V^π(s) of the audited policy π (V̂ = Σ π Q̂; sampled: the mean return)",
         effective_state=_OBSERVED_STATE,
-        intervention_provenance=f"continuation (K={k} per action, two independent halves of {k // 2}) compared "
-                                "with exact, solver over complete graph under the same policy",
-        downstream_protocol="the audited policy plays from the forced action to the episode's end (at most "
-                            "max_turns); reward: the environment's success reward",
-        support_and_uncertainty=f"{n} states, one per episode of the policy's own play on fresh problems; "
-                                f"{audit['num_state_actions']} (state, action) pairs; split halves for sign agreement "
-                                "and correlation; Monte Carlo error against exact values for k = "
-                                + ", ".join(str(r["k"]) for r in audit["mc_error"]),
+        intervention_provenance="; ".join(provenance) + " compared with exact, solver over complete graph under "
+                                "the same policy",
+        downstream_protocol="the audited policy plays from the forced or sampled first action to the episode's end "
+                            "(at most max_turns); reward: the environment's success reward",
+        support_and_uncertainty="; ".join(support),
         optimization_interface="none: an audit measures labels and does not train",
     )
 

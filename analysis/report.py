@@ -11,9 +11,12 @@ import math
 import os
 import re
 
+from jaxcredit.analysis.audit_sampled import sampled_markdown
 from jaxcredit.analysis.card import card_for_audit, card_for_config, cards_for_sweep, cards_markdown
 from jaxcredit.analysis.classes import format_class_table
 from jaxcredit.analysis.compare import compare_sweep, format_comparison_table, learning_curve
+from jaxcredit.analysis.final_context import final_context_markdown
+from jaxcredit.analysis.formatting import format_number
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
 from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, regime_meaning, write_text_atomic
@@ -121,48 +124,60 @@ def _interval_text(low, high) -> str:
     return "n/a" if math.isnan(low) else f"[{low:.3f}, {high:.3f}]"
 
 
-def _number(x, spec=".3f") -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+_number = format_number
 
 
 def audit_markdown_summary(audit: dict) -> str:
-    """Markdown tables of an audit's reliability numbers and Monte Carlo error by K."""
-    sign, half, before = audit["sign_agreement"], audit["split_half"], audit["credit_before_final"]
+    """Markdown tables of an audit's reliability numbers: the forced mode's (with its Monte Carlo
+    error by K) and the sampled mode's, whichever were run, their completion counts, and the
+    FINAL-context rates of an arithmetic audit."""
+    before = audit["credit_before_final"]
     lines = ["| measure | value |", "| --- | --- |",
-             f"| states (one per episode) / (state, action) pairs | {audit['num_states']} / "
-             f"{audit['num_state_actions']} |",
-             f"| continuations per action K (two halves) | {audit['num_continuations']} "
-             f"({audit['halves'][0]} + {audit['halves'][1]}) |",
+             f"| states (one per episode) | {audit['num_states']} |",
              f"| episode success / mean length | {_number(audit['episode_success'])} / "
              f"{_number(audit['mean_episode_length'], '.2f')} |",
-             f"| sign agreement of the largest credit, half vs half | {_number(sign['agreement'])} "
-             f"({sign['num_compared']} states with a signal) |",
-             f"| sign agreement, exact top action vs full-K estimate | "
-             f"{_number(audit['sign_agreement_vs_exact']['agreement'])} |",
-             f"| split-half correlation (Spearman-Brown, full K) | {_number(half['correlation'])} "
-             f"({_number(half['spearman_brown'])}) |",
              f"| share of exact \\|Δ\\| before the final action | {_number(before['exact'])} "
-             f"(steps before final: {_number(before['steps_before_final'])}) |",
-             f"| share of Monte Carlo \\|Δ̂\\| (sampled states) before the final action | "
-             f"{_number(before['mc_sampled_states'])} |",
-             f"| time: episodes / exact / continuations / total (s) | {audit['seconds']['episodes']} / "
-             f"{audit['seconds']['exact']} / {audit['seconds']['continuations']} / {audit['seconds']['total']} |",
-             "", "| K | RMSE Q̂ | RMSE credit | Bernoulli sqrt(q(1-q)/K) |", "| --- | --- | --- | --- |"]
-    lines += [f"| {r['k']} | {r['rmse_q']:.4f} | {r['rmse_credit']:.4f} | {r['bernoulli_rmse_q']:.4f} |"
-              for r in audit["mc_error"]]
-    return "\n".join(lines) + "\n"
+             f"(steps before final: {_number(before['steps_before_final'])}) |"]
+    for mode, count in audit.get("completions", {}).items():
+        lines.append(f"| {mode} mode: completions total / per state | {count['total']} / {count['per_state']:g} |")
+    lines += [f"| time: {' / '.join(audit['seconds'])} (s) | {' / '.join(map(str, audit['seconds'].values()))} |", ""]
+    if "sign_agreement" in audit:  # the forced mode
+        sign, half = audit["sign_agreement"], audit["split_half"]
+        lines += ["| measure (forced: K continuations per legal action) | value |", "| --- | --- |",
+                  f"| (state, action) pairs | {audit['num_state_actions']} |",
+                  f"| continuations per action K (two halves) | {audit['num_continuations']} "
+                  f"({audit['halves'][0]} + {audit['halves'][1]}) |",
+                  f"| sign agreement of the largest credit, half vs half | {_number(sign['agreement'])} "
+                  f"({sign['num_compared']} states with a signal) |",
+                  f"| sign agreement, exact top action vs full-K estimate | "
+                  f"{_number(audit['sign_agreement_vs_exact']['agreement'])} |",
+                  f"| split-half correlation (Spearman-Brown, full K) | {_number(half['correlation'])} "
+                  f"({_number(half['spearman_brown'])}) |",
+                  f"| share of Monte Carlo \\|Δ̂\\| (sampled states) before the final action | "
+                  f"{_number(before['mc_sampled_states'])} |",
+                  "", "| K | RMSE Q̂ | RMSE credit | Bernoulli sqrt(q(1-q)/K) |", "| --- | --- | --- | --- |"]
+        lines += [f"| {r['k']} | {r['rmse_q']:.4f} | {r['rmse_credit']:.4f} | {r['bernoulli_rmse_q']:.4f} |"
+                  for r in audit["mc_error"]]
+        lines.append("")
+    if "sampled" in audit:
+        lines += [sampled_markdown(audit["sampled"])]
+    if "final_context" in audit:
+        lines += ["FINAL choice by context (every visited state of the audited episodes):", "",
+                  final_context_markdown(audit["final_context"])]
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _audit_report(path: str) -> str:
     audit = read_json(os.path.join(path, "audit.json"))
     policy = audit.get("policy", "policy")
-    plot_mc_error(audit["mc_error"], os.path.join(path, "plots/mc-error.png"), title=f"{policy}: MC error vs K")
+    if "mc_error" in audit:  # the forced mode was run
+        plot_mc_error(audit["mc_error"], os.path.join(path, "plots/mc-error.png"), title=f"{policy}: MC error vs K")
     plot_credit_by_type(audit["classes"], os.path.join(path, "plots/credit-by-type.png"),
                         title=f"{policy}: action classes and credit by type")
     thresholds = audit["thresholds"]
     lines = [f"# Audit report: {policy} on {audit['env']}", "", "Files: [audit.json](audit.json).", "",
              "## Label reliability", "", audit_markdown_summary(audit),
-             "![Monte Carlo error against K](plots/mc-error.png)", "",
+             *(["![Monte Carlo error against K](plots/mc-error.png)", ""] if "mc_error" in audit else []),
              "## Action classes (exact credit under the audited policy)", "",
              f"Tolerance: an action is decorative when |Δ| <= ε = max({thresholds['absolute']}, "
              f"{thresholds['relative']} · min(V(s), 1 − V(s))); load-bearing above it, harmful below −ε "

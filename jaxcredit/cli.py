@@ -217,7 +217,7 @@ def _cmd_audit(args) -> None:
     with RunLock(args.out, "audit") if args.out else contextlib.nullcontext():  # --out is ours from the start
         audit = run_audit(env, policy_fn, params, jax.random.key(args.seed), num_states=args.states,
                           num_continuations=args.continuations, chunk_states=args.chunk_states,
-                          progress=not args.no_progress)
+                          progress=not args.no_progress, mode=args.mode, num_completions=args.completions)
         audit["policy"] = description
         if args.out:
             audit["report"] = write_audit(args.out, audit, locked=True)
@@ -377,7 +377,14 @@ def _add_analysis_commands(commands, *, regimes) -> None:
     audit.add_argument("--policy", default="network", choices=["network", "uniform"],
                        help="without --checkpoint: network (untrained) or uniform")
     audit.add_argument("--states", type=_integer(1), default=605, help="sampled states, one per episode (default 605)")
-    audit.add_argument("--continuations", type=_integer(2), default=64, help="K per action, two halves (default 64)")
+    audit.add_argument("--mode", default="both", choices=["forced", "sampled", "both"],
+                       help="forced: K continuations per legal action; sampled: completions under the policy "
+                            "itself (the study's protocol); both (default): both on the same states")
+    audit.add_argument("--continuations", type=_integer(2), default=64,
+                       help="forced mode: K per action, two halves (default 64)")
+    audit.add_argument("--completions", type=_integer(2), default=57,
+                       help="sampled mode: completions per state, two halves (default 57: the study's 34,624 over "
+                            "605 states)")
     audit.add_argument("--chunk-states", type=_integer(1), default=64, help="states per continuation call")
     audit.add_argument("--seed", type=_integer(), default=0, help="seed of problems, episodes and continuations")
     audit.add_argument("--out", help="write audit.json, card, plots and report.md here")

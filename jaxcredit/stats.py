@@ -109,6 +109,23 @@ def interval_description(num_seeds: int, *, confidence: float = 0.95, method: st
     return text
 
 
+def wilson_interval(successes: int, trials: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval `(low, high)` of a proportion `successes / trials` (NaN, NaN
+    without trials): `(p + z²/2n ± z sqrt(p(1 − p)/n + z²/4n²)) / (1 + z²/n)`, `z` the normal
+    quantile of `(1 + confidence) / 2`. Unlike `p ± z sqrt(p(1 − p)/n)` it stays in [0, 1] and
+    is not empty at 0 or n successes."""
+    _check_confidence(confidence)
+    if not 0 <= successes <= trials:
+        raise ValueError(f"wilson_interval needs 0 <= successes <= trials, got {successes} of {trials}")
+    if trials == 0:
+        return float("nan"), float("nan")
+    z = float(scipy_stats.norm.ppf((1 + confidence) / 2))
+    p, n = successes / trials, trials
+    center = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return float(max(0.0, center - half)), float(min(1.0, center + half))
+
+
 def _check_confidence(confidence: float) -> None:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")

@@ -12,10 +12,12 @@ from scipy import stats as scipy_stats
 
 from jaxcredit.analysis import (
     CLASSES,
+    action_values,
     card_for_config,
     classify_actions,
     compare_arms,
     compare_sweep,
+    credit_from_q,
     exact_credit,
     exact_step_values,
     format_comparison_table,
@@ -24,11 +26,14 @@ from jaxcredit.analysis import (
     mc_error_by_k,
     paired_comparison,
     plot_learning_curves,
+    sample_completions,
+    sampled_audit,
     sign_agreement,
     split_half_correlation,
     write_report,
 )
 from jaxcredit.cli import main
+from jaxcredit.policy_fn import uniform_policy_fn
 from jaxcredit.rollout import replay
 
 # ----- synthetic sweep directory (no training) --------------------------------------------------
@@ -151,6 +156,53 @@ def test_repaired_mad_episode_action_classes(mad):
     assert {CLASSES[c] for c in classes[0]} == {"decorative"}
 
 
+# The repaired MAD episode on the small tape `_ t01 _ _`: select blank 0 (−), select useful 1
+# (+), submit (wrong, −), unselect 0 (+), submit (+). The default tape's repaired episode has
+# credits of 0.004 at V = 0.004 under the uniform policy, which would need ~10^5 completions
+# per state to resolve; here every |Δ| that decides the statistic is at least 0.025.
+REPAIRED_SMALL = "_ t01 _ _"
+NUM_COMPLETIONS = 12_000
+
+
+@pytest.fixture(scope="module")
+def repaired_small(small_mad):
+    tape = small_mad.parse_tape(REPAIRED_SMALL)
+    submit = small_mad.submit_action
+    # 48 copies of the episode, padded to max_turns: the shapes the audit command's exact values
+    # have in test_audit_command_small_mad (one compiled program for both)
+    actions = jnp.array([[0, 1, submit, small_mad.length + 0, submit, 0]] * 48)
+    starts = jax.tree_util.tree_map(lambda x: jnp.stack([x] * 48), small_mad.init_problem(tape))
+    trajectory, _ = replay(small_mad, starts, actions)
+    assert trajectory.episode_return[0] == 1.0 and trajectory.live[0].tolist() == [True] * 5 + [False]
+    values = exact_step_values(small_mad, trajectory, reference="policy", policy_fn=uniform_policy_fn)
+    states = jax.tree_util.tree_map(lambda x: x[0, :5], trajectory.states)
+    legal = np.asarray(states.legal_action_mask)
+    return states, values["q"][0, :5].astype(np.float64), legal / legal.sum(axis=1, keepdims=True)
+
+
+def test_sampled_mode_signs_agree_with_exact_on_the_repaired_episode(small_mad, repaired_small):
+    states, exact_q, probs = repaired_small
+    out = sample_completions(small_mad, uniform_policy_fn, None, states, jax.random.key(3),
+                             num_completions=NUM_COMPLETIONS)
+    assert out["first_action"].shape == out["returns"].shape == (5, NUM_COMPLETIONS)
+    summary = sampled_audit(out["first_action"], out["returns"], exact_q, probs, probs > 0)
+    assert summary["total_completions"] == 5 * NUM_COMPLETIONS and summary["halves"] == [6000, 6000]
+    assert summary["actions_taken_per_state"] == summary["legal_actions_per_state"] == 5
+    # every state: the largest sampled credit has the exact sign, and the two halves agree
+    assert summary["sign_agreement_vs_exact"] == {"agreement": 1.0, "num_compared": 5}
+    assert summary["sign_agreement"] == {"agreement": 1.0, "num_compared": 10, "num_unmatched": 0}
+    # every action whose exact credit is resolved (4 standard errors) has the exact sign
+    _, count, credit, taken = action_values(out["first_action"], out["returns"], small_mad.num_actions)
+    exact = credit_from_q(exact_q, probs, probs > 0)
+    resolved = taken & (np.abs(exact) > 4 * np.sqrt(np.clip(exact_q, 1e-9, 1) / np.maximum(count, 1)))
+    assert resolved.sum() >= 20 and np.all(np.sign(credit[resolved]) == np.sign(exact[resolved]))
+    assert summary["q_error"]["rmse_q"] < 1.5 * summary["q_error"]["bernoulli_rmse_q"]
+    assert summary["split_half"]["correlation"] > 0.95
+    # the uniform policy's completions: one env step and one policy evaluation per live step
+    assert out["env_steps"] == out["policy_evals"] > 5 * NUM_COMPLETIONS
+
+
+
 def test_learning_curve_plot_has_one_line_per_arm(sweep_dir, tmp_path):
     from jaxcredit.analysis import sweep_cells
 
@@ -218,6 +270,11 @@ def test_audit_command_small_mad(tmp_path, capsys):
                  "--continuations", "64", "--chunk-states", "32", "--out", str(out), "--json", "--no-progress"])
     assert code == 0
     audit = json.loads(capsys.readouterr().out)  # exactly one JSON object
+    # both modes by default, on the same states, each with its completion count
+    assert audit["modes"] == ["forced", "sampled"]
+    assert audit["completions"] == {"forced": {"total": 48 * 5 * 64, "per_state": 5 * 64, "per_action": 64},
+                                    "sampled": {"total": 48 * 57, "per_state": 57.0}}
+    assert audit["sampled"]["halves"] == [28, 29] and audit["sampled"]["q_error"]["num_pairs"] <= 48 * 5
     assert audit["num_states"] == 48 and audit["max_legal_actions"] == 5 and audit["num_state_actions"] == 48 * 5
     assert [r["k"] for r in audit["mc_error"]] == [1, 2, 4, 8, 16, 32, 64]
     last = audit["mc_error"][-1]
@@ -229,6 +286,8 @@ def test_audit_command_small_mad(tmp_path, capsys):
     for link in markdown_links(text):
         assert os.path.exists(out / link), link
     assert matplotlib.image.imread(out / "plots" / "mc-error.png").shape[2] in (3, 4)
+    assert "| forced mode: completions total / per state | 15360 / 320 |" in text
+    assert "| sampled mode: completions total / per state | 2736 / 57 |" in text
 
 
 def test_report_errors_are_one_line(tmp_path, capsys):
@@ -268,11 +327,12 @@ def test_audit_of_a_checkpoint_matches_exact_values(small_mad, tmp_path, capsys)
     run = tmp_path / "run"
     save_policy(run / "policies" / "seed-0", params, policy_config=config, env_name="mad", env_config=env_config)
     assert main(["audit", "--checkpoint", str(run), "--states", "16", "--continuations", "256", "--json",
-                 "--no-progress"]) == 0
+                 "--mode", "forced", "--no-progress"]) == 0
     audit = json.loads(capsys.readouterr().out)
     assert audit["policy"].endswith("seed-0") and audit["env_config"] == env_config
     last = audit["mc_error"][-1]  # the exact values are those of the network the continuations play
     assert last["k"] == 256 and last["rmse_q"] < 1.5 * last["bernoulli_rmse_q"]
+    assert audit["modes"] == ["forced"] and "sampled" not in audit
 
 
 def test_decorative_tolerance_is_symmetric_and_catches_small_costs_near_certainty():
