@@ -1,8 +1,39 @@
-"""Shared fixtures: environments and compiled functions built once per session."""
+"""Shared fixtures: environments and compiled functions built once per session.
+
+Compilation is most of the suite's cost, so before JAX starts this file sets, for the test
+processes and every subprocess they launch (they inherit the environment):
+- `XLA_FLAGS=--xla_backend_optimization_level=0`: XLA's CPU backend skips LLVM's optimisation
+  passes, which halves compile time; the programs compute the same functions (results can differ
+  in the last bits of a float, never more), and each test compares runs made under the same flags.
+- a persistent compilation cache in a fresh temporary directory, shared by the xdist workers and
+  the subprocesses of one session and removed at its end: a program compiled twice (the same
+  tiny trainer built by two tests, a CLI subprocess repeating an in-process program) compiles once.
+Set `JAXCREDIT_TEST_FULL_XLA=1` to run the suite with XLA's default optimisation and no cache.
+"""
+
+import os
+import shutil
+import tempfile
 
 import pytest
 
-from jaxcredit.envs import make, make_reference
+OPT_FLAG = "--xla_backend_optimization_level=0"
+if not os.environ.get("JAXCREDIT_TEST_FULL_XLA"):
+    if OPT_FLAG not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {OPT_FLAG}".strip()
+    if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # the xdist controller: workers inherit it
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="jaxcredit-test-xla-cache-")
+        os.environ["JAXCREDIT_TEST_OWNS_CACHE"] = os.environ["JAX_COMPILATION_CACHE_DIR"]
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
+
+from jaxcredit.envs import make, make_reference  # noqa: E402  (after the XLA settings above)
+
+
+def pytest_unconfigure(config):
+    """The process that made the session's compilation cache removes it (xdist workers never do)."""
+    owned = os.environ.get("JAXCREDIT_TEST_OWNS_CACHE")
+    if owned and not os.environ.get("PYTEST_XDIST_WORKER"):
+        shutil.rmtree(owned, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -204,8 +204,8 @@ def test_text_protocol_parser_is_linear_time(arithmetic, mad):
     for name, shape in shapes.items():
         protocol, state = protocols["arithmetic"]
         seconds = _parse_seconds(protocol, state, shape(large))
-        assert seconds / _parse_seconds(protocol, state, shape(small)) < 30, name  # linear ~10, quadratic ~100
-        assert seconds < 0.25, name  # 1 MB (10 MB: about 40 ms on the 2-core CPU, docs/environments.md)
+        # linear ~10, quadratic ~100 (a ratio: absolute times on a loaded machine are noise)
+        assert seconds / _parse_seconds(protocol, state, shape(small)) < 30, name
     protocol, state = protocols["mad"]
     ratio = (_parse_seconds(protocol, state, "select" + " " * large + "3")
              / _parse_seconds(protocol, state, "select" + " " * small + "3"))

@@ -19,7 +19,7 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "distributed_train.p
 def launch(args, devices):
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAXCREDIT_COORDINATOR",
                                                             "JAXCREDIT_NUM_PROCESSES", "JAXCREDIT_PROCESS_ID")}
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    env["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={devices}".strip()
     return subprocess.Popen([sys.executable, SCRIPT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env, cwd=os.path.dirname(SCRIPT))
 

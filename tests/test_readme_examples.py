@@ -83,7 +83,7 @@ def test_pipeline_gymnax_example_unmodified_rejax_ppo_learns_default_mad():
 def test_scale_out_devices_example_on_eight_devices():
     blocks = python_blocks("docs/scale-out.md")
     assert len(blocks) == 1
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    env = {**os.environ, "XLA_FLAGS": f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=8"}
     done = subprocess.run([sys.executable, "-c", blocks[0]], capture_output=True, text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.startswith("8 devices, same returns; mean ")
