@@ -105,7 +105,7 @@ def test_page_numbers_match_the_run_directory(regenerated):
     assert f"| measured run time | {duration_text(sum(s['wall_seconds'] for s in sessions))} in all" in page
     assert "| machine | vm: " in page and "2 CPU(s) usable" in page
     audit = json.loads((DATA / "tiny-sweep/audits/attempts-mc/audit.json").read_text())
-    assert f"| states (one per episode) / (state, action) pairs | {audit['num_states']} / " in page
+    assert f"| states (one per episode) | {audit['num_states']} |" in page
     summary = json.loads((regenerated / "tiny-sweep-page/tiny-sweep/summary.json").read_text())
     assert summary["cells"]["attempts/mc"]["measures"]["final_success"] == [r["success_greedy"] for r in mc]
 
