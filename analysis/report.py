@@ -15,6 +15,7 @@ from jaxcredit.analysis.card import card_for_audit, card_for_config, cards_for_s
 from jaxcredit.analysis.classes import format_class_table
 from jaxcredit.analysis.compare import compare_sweep, format_comparison_table, learning_curve
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
+from jaxcredit.analysis.predictor import predictor_sections
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
 from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, regime_meaning, write_text_atomic
 from jaxcredit.stats import interval_description, t_interval
@@ -81,6 +82,7 @@ def _sweep_report(path: str) -> str:
             runs = {**{arm: run for arm, run in cells.get("attempts", {}).items() if arm in label_runs}, **runs}
         lines += [f"### Regime: {regime} ({regime_meaning(regime)})", ""]
         lines += _curve_plots(path, runs, prefix=f"{regime}-", title=f"{regime} regime")
+    lines += predictor_sections({f"{regime}/{arm}": run for regime, runs in cells.items() for arm, run in runs.items()})
     lines += ["## CA-ID cards", ""] + _write_cards(path, cards_for_sweep(spec))
     return _finish(path, "\n".join(lines))
 
@@ -103,6 +105,7 @@ def _run_report(path: str) -> str:
               "", "Interval: " + interval_description(len(measures["seeds"]), method="Student-t")
               + " (of the mean over seeds).", "", "## Learning curves", ""]
     lines += _curve_plots(path, {arm: path}, prefix="", title=arm)
+    lines += predictor_sections({f"run {arm}": path})
     lines += ["## CA-ID card", ""] + _write_cards(path, [card_for_config(config, subject=f"run {arm}")])
     return _finish(path, "\n".join(lines))
 
