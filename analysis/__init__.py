@@ -37,10 +37,13 @@ from jaxcredit.analysis.exact import REFERENCE_POLICIES, exact_credit, exact_ste
 from jaxcredit.analysis.final_context import final_context_markdown, final_context_summary
 from jaxcredit.analysis.page import write_results_page
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
+from jaxcredit.analysis.predictor import predictor_accuracy_markdown, predictor_sections
 from jaxcredit.analysis.report import audit_markdown_summary, markdown_links, write_audit, write_report
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
 
 __all__ = [
+    "predictor_accuracy_markdown",
+    "predictor_sections",
     "ABSOLUTE_TOLERANCE",
     "AUDIT_MODES",
     "CAIDCard",

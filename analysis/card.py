@@ -117,6 +117,16 @@ def _arm_text(config: dict, credit: str) -> tuple[str, str, str, str]:
                 "the network's observation (what the value head reads)",
                 f"learned value (trained on continuation labels: {states} states × K={k} per iteration)",
                 "continuations under the current policy for the value head's labels, to the episode's end")
+    if credit == "predictor":
+        states = config.get("predictor_states", 256)
+        k = config.get("predictor_continuations", 4)
+        return ("per action: Q̂(s_t, a_t) − Σ_a π₀(a|s_t) Q̂(s_t, a), Q̂ a frozen model of Q^π₀ of the initial policy "
+                "π₀, fitted once before training (a fixed label per state and action)",
+                "the network's observation (what the predictor reads)",
+                f"learned action values, fitted offline on one fixed dataset of {states} states visited by π₀, "
+                f"every legal action labelled by K={k} continuations (charged once, before the first iteration)",
+                "continuations under the initial policy π₀ from the forced action to the episode's end (for the "
+                "dataset only; none during training)")
     raise ValueError(f"no CA-ID card text for credit arm {credit!r}: add it here")
 
 

@@ -18,6 +18,7 @@ from jaxcredit.analysis.compare import compare_sweep, format_comparison_table, l
 from jaxcredit.analysis.final_context import final_context_markdown
 from jaxcredit.analysis.formatting import format_number
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
+from jaxcredit.analysis.predictor import predictor_sections
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
 from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, regime_meaning, write_text_atomic
 from jaxcredit.stats import interval_description, t_interval
@@ -91,9 +92,11 @@ def _sweep_report(path: str) -> str:
              "Mean greedy success over seeds against each cost axis; bands are Student-t intervals of the mean "
              "over seeds (the figure names n). In `matched`, each label arm's equal-attempts run is drawn with "
              "the runs given its total env steps (`<arm>/to-<label arm>`).", ""]
-    for regime, runs in regime_curve_runs(sweep_cells(path)).items():
+    cells = sweep_cells(path)
+    for regime, runs in regime_curve_runs(cells).items():
         lines += [f"### Regime: {regime} ({regime_meaning(regime)})", ""]
         lines += curve_plots(path, runs, prefix=f"{regime}-", title=f"{regime} regime")
+    lines += predictor_sections({f"{regime}/{arm}": run for regime, runs in cells.items() for arm, run in runs.items()})
     lines += ["## CA-ID cards", ""] + _write_cards(path, cards_for_sweep(spec))
     return _finish(path, "\n".join(lines))
 
@@ -116,6 +119,7 @@ def _run_report(path: str) -> str:
               "", "Interval: " + interval_description(len(measures["seeds"]), method="Student-t")
               + " (of the mean over seeds).", "", "## Learning curves", ""]
     lines += curve_plots(path, {arm: path}, prefix="", title=arm)
+    lines += predictor_sections({f"run {arm}": path})
     lines += ["## CA-ID card", ""] + _write_cards(path, [card_for_config(config, subject=f"run {arm}")])
     return _finish(path, "\n".join(lines))
 

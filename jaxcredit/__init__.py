@@ -19,7 +19,15 @@ from jaxcredit.credit import (
     solver_advantage,
     solver_menu_values,
 )
-from jaxcredit.credit_arms import CREDIT_ARMS, CREDIT_NAMES, CreditArm, CreditContext, CreditResult, credit_arm
+from jaxcredit.credit_arms import (
+    CREDIT_ARMS,
+    CREDIT_NAMES,
+    CreditArm,
+    CreditContext,
+    CreditResult,
+    Preparation,
+    credit_arm,
+)
 from jaxcredit.env import Environment, State, tree_select
 from jaxcredit.ledger import ACCOUNTS, MAX_COUNT, Counts, Ledger, init_ledger, ledger_to_dict, record
 from jaxcredit.objectives import OBJECTIVES, VALUE_OBJECTIVES, objective_loss
@@ -33,6 +41,7 @@ from jaxcredit.policy import (
     make_policy_from_sizes,
     task_sizes,
 )
+from jaxcredit.predictor import PredictorData, build_dataset, fit_predictor, heldout_accuracy, visited_states
 from jaxcredit.rollout import BranchResult, Trajectory, branch_returns, replay, rollout
 from jaxcredit.rundir_io import RunLock, strict_json
 from jaxcredit.sharding import batch_mesh, batch_sharding, constrain_batch, initialize_distributed, shard_batch
@@ -60,6 +69,12 @@ __all__ = [
     "CreditArm",
     "CreditContext",
     "CreditResult",
+    "Preparation",
+    "PredictorData",
+    "build_dataset",
+    "fit_predictor",
+    "heldout_accuracy",
+    "visited_states",
     "credit_arm",
     "MAX_COUNT",
     "REFERENCE_POLICIES",

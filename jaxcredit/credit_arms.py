@@ -16,12 +16,18 @@ The trainer records the charge as returned; the command line takes its `--credit
 | `exact` | `Q^π - V^π` of the current network, from the solver | enumeration + network (`label`) |
 | `solver` | `w (Q^μ - V^μ)` of a fixed μ (uniform, optimal, soft) | enumeration (`label`) |
 | `critic` | GAE over a learned value head | its continuation labels (`critic`) |
+| `predictor` | `Q̂(s, a_t) - Σ π Q̂(s, ·)` of a frozen model fitted offline | its one dataset (`predictor`), once |
+
+An arm with a `prepare` function (today `predictor`) does one-time work before the first
+iteration: `arm.prepare(context, key, draw_problem, heldout_problems)` returns a `Preparation`,
+the arm's fixed state (kept in the trainer's state, checkpointed, passed back as
+`context.prepared`) and its charge, recorded once.
 
 Hyper-parameters come from `context.config`, any object with the `TrainConfig` field names an
 arm reads (`attempts_per_problem`, `outcome_baseline`, `mc_variant`, `mc_continuations`, ...).
 
 Shape letters: P problems, G attempts per problem, B = P * G episodes, T turns, A actions,
-L observation length, M critic label states.
+L observation length, M critic label states, E held-out states.
 """
 
 from __future__ import annotations
@@ -46,7 +52,15 @@ from jaxcredit.credit import (
 )
 from jaxcredit.env import Environment
 from jaxcredit.ledger import Counts
+from jaxcredit.policy import PolicyConfig, PolicyFunctions, make_policy
 from jaxcredit.policy_fn import PolicyFn, action_probabilities
+from jaxcredit.predictor import (
+    build_dataset,
+    fit_predictor,
+    heldout_accuracy,
+    predicted_action_values,
+    visited_states,
+)
 from jaxcredit.rollout import Trajectory, branch_returns
 from jaxcredit.solver_values import reference_values
 
@@ -56,7 +70,8 @@ class CreditContext(NamedTuple):
 
     `config` has the `TrainConfig` field names an arm reads; `value_fn(params, observation,
     legal) -> [...]` is the critic head (critic arm only); `sharding` splits branch
-    continuations over devices (None: one device).
+    continuations over devices (None: one device); `prepared` is the arm's fixed state from its
+    `prepare` (predictor arm only).
     """
 
     env: Environment
@@ -65,6 +80,20 @@ class CreditContext(NamedTuple):
     config: Any
     value_fn: Any = None
     sharding: Any = None
+    prepared: Any = None
+
+
+class Preparation(NamedTuple):
+    """An arm's one-time work before training.
+
+    Attributes:
+      state: the arm's fixed pytree of arrays (its `summary`, if any, a dict of float32 scalars the
+        run directory records).
+      charge: `{account: Counts}`, what the work cost, recorded once.
+    """
+
+    state: Any
+    charge: dict
 
 
 class CreditResult(NamedTuple):
@@ -90,13 +119,15 @@ class CreditResult(NamedTuple):
 class CreditArm:
     """A registered arm: its name, the ledger account its work goes to (None: it spends none),
     whether it enumerates each problem's graph (then the environment must be small enough),
-    a one-line description, and the function computing it."""
+    a one-line description, the function computing it, and optionally the one-time work before
+    training, `prepare(context, key, draw_problem, heldout_problems) -> Preparation`."""
 
     name: str
     account: str | None
     enumerates: bool
     description: str
     compute: Callable[[CreditContext, Trajectory, Any, jax.Array], CreditResult]
+    prepare: Callable[..., Preparation] | None = None
 
 
 def _zero() -> jax.Array:
@@ -126,17 +157,24 @@ def mc_td_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key
     return CreditResult(mc_advantage(trajectory, state_values=values), None, {"label": counts})
 
 
+def q_advantage(context: CreditContext, trajectory: Trajectory, q_hat: jax.Array, params: Any = None) -> jax.Array:
+    """float32 `[B, T]`: `Q̂(s_t, a_t) - V̂(s_t)` with `V̂ = Σ_a π(a|s) Q̂(s, a)`, π the policy network
+    with `params` (None: the current `context.params`), from action values `q_hat` `[B, T, A]`
+    (`credit.mc_advantage`)."""
+    params = context.params if params is None else params
+    logits = context.policy_fn(params, trajectory.observation, trajectory.legal_action_mask)
+    v_hat = jnp.sum(action_probabilities(logits, trajectory.legal_action_mask) * q_hat, axis=-1)
+    v_hat = jnp.concatenate([v_hat, jnp.zeros_like(v_hat[:, :1])], axis=1)
+    return mc_advantage(trajectory, state_values=v_hat, action_values=q_hat)
+
+
 def mc_q_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
     """`Q̂(s_t, a_t) - V̂(s_t)` with `V̂ = Σ_a π(a|s) Q̂(s, a)` (unbiased from the same continuations,
     no second batch), `config.mc_continuations` per legal action; consumes `key`."""
     q_hat, counts = branch_action_values(context.env, context.policy_fn, context.params, trajectory, key,
                                          num_continuations=context.config.mc_continuations,
                                          sharding=context.sharding)
-    logits = context.policy_fn(context.params, trajectory.observation, trajectory.legal_action_mask)
-    v_hat = jnp.sum(action_probabilities(logits, trajectory.legal_action_mask) * q_hat, axis=-1)
-    v_hat = jnp.concatenate([v_hat, jnp.zeros_like(v_hat[:, :1])], axis=1)
-    advantage = mc_advantage(trajectory, state_values=v_hat, action_values=q_hat)
-    return CreditResult(advantage, None, {"label": counts})
+    return CreditResult(q_advantage(context, trajectory, q_hat), None, {"label": counts})
 
 
 def mc_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
@@ -212,6 +250,60 @@ def critic_arm(context: CreditContext, trajectory: Trajectory, problems: Any, ke
     return CreditResult(advantage, critic_batch, {"critic": counts})
 
 
+def predictor_network(context: CreditContext) -> PolicyFunctions:
+    """The predictor's model: a fresh copy of the policy Transformer (`config.d_model`, ...) whose
+    action head, read on legal actions, is `Q̂(s, ·)`."""
+    c = context.config
+    return make_policy(PolicyConfig(d_model=c.d_model, num_layers=c.num_layers, num_heads=c.num_heads,
+                                    mlp_dim=c.mlp_dim), context.env)
+
+
+def predictor_prepare(context: CreditContext, key: jax.Array, draw_problem: Callable[[jax.Array], Any],
+                      heldout_problems: Any = None) -> Preparation:
+    """The predictor's dataset and model, once: `config.predictor_states` training problems
+    (`draw_problem(key)`), one state each visited by the current (initial) policy, every legal action
+    labelled by `config.predictor_continuations` continuations (`predictor.build_dataset`), then
+    `config.predictor_steps` Adam steps (`config.predictor_learning_rate`). With `heldout_problems`
+    (leaves `[E, ...]`), the summary holds `predictor.heldout_accuracy` too. Charged to `predictor`."""
+    c = context.config
+    network = predictor_network(context)
+    init_key, problem_key, visit_key, data_key = jax.random.split(key, 4)
+    problems = jax.vmap(draw_problem)(jax.random.split(problem_key, c.predictor_states))
+    if heldout_problems is not None:  # one rollout visits both; only the dataset's episodes are charged
+        problems = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), problems, heldout_problems)
+    states, visits = visited_states(context.env, context.policy_fn, context.params, problems, visit_key)
+    dataset, heldout = (jax.tree_util.tree_map(lambda x: x[:c.predictor_states], states),
+                        jax.tree_util.tree_map(lambda x: x[c.predictor_states:], states))
+    data, counts = build_dataset(context.env, context.policy_fn, context.params, dataset, data_key,
+                                 num_continuations=c.predictor_continuations, sharding=context.sharding)
+    counts = counts + jax.tree_util.tree_map(lambda x: jnp.sum(x[:c.predictor_states], dtype=jnp.int32), visits)
+    q_params, losses = fit_predictor(network.policy_fn, network.init_fn(init_key), data, steps=c.predictor_steps,
+                                     learning_rate=c.predictor_learning_rate)
+    summary = {"dataset_states": jnp.asarray(c.predictor_states, jnp.float32),
+               "dataset_pairs": data.valid.sum().astype(jnp.float32),
+               "fit_loss_first": losses[0], "fit_loss_last": losses[-1]}
+    if heldout_problems is not None:
+        summary.update(heldout_accuracy(context.env, context.policy_fn, context.params, network.policy_fn, q_params,
+                                        heldout_problems, heldout))
+    state = {"params": q_params, "labelling_params": context.params, "summary": summary}
+    return Preparation(state=state, charge={"predictor": counts})
+
+
+def predictor_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+    """`Q̂(s_t, a_t) - Σ_a π₀(a|s_t) Q̂(s_t, a)` from the frozen predictor (`context.prepared`, made by
+    `predictor_prepare`): the advantage under the labelling policy π₀ (the initial network, whose
+    values the model learned), a fixed label per (state, action) like the solver arm's `Q^μ - V^μ`;
+    no work, nothing charged per iteration."""
+    if context.prepared is None:
+        raise ValueError("credit arm 'predictor' needs its prepared model (CreditContext.prepared); "
+                         "the trainer's init makes it")
+    q_fn = predictor_network(context).policy_fn
+    q_hat = predicted_action_values(q_fn, context.prepared["params"], trajectory.observation,
+                                    trajectory.legal_action_mask)
+    advantage = q_advantage(context, trajectory, q_hat, params=context.prepared["labelling_params"])
+    return CreditResult(jax.lax.stop_gradient(advantage), None, {})
+
+
 CREDIT_ARMS = {arm.name: arm for arm in (
     CreditArm("outcome", None, False, "episode return normalised within its group of attempts", outcome_arm),
     CreditArm("mc", "label", False, "Monte Carlo action credit from K branch continuations (VinePPO)", mc_arm),
@@ -221,6 +313,9 @@ CREDIT_ARMS = {arm.name: arm for arm in (
     CreditArm("anchor", None, False, "GRPO plus a step advantage among same-position steps (GiGPO)", anchor_arm),
     CreditArm("critic", "critic", False, "GAE over a learned value head trained on continuation labels",
               critic_arm),
+    CreditArm("predictor", "predictor", False,
+              "action values from a frozen model fitted once, offline, on a fixed dataset of Monte Carlo labels",
+              predictor_arm, prepare=predictor_prepare),
 )}
 CREDIT_NAMES = tuple(CREDIT_ARMS)
 LABEL_FREE_CREDITS = tuple(name for name, arm in CREDIT_ARMS.items() if arm.account is None)

@@ -1,11 +1,13 @@
 """The budget ledger: every environment step and policy evaluation, by what it was spent on.
 
 Rollouts, branch continuations and the solver each return a `Counts` of what they spent;
-`record(ledger, counts, account=...)` adds them to one of three accounts:
+`record(ledger, counts, account=...)` adds them to one of four accounts:
 
 - `main`: the attempts the policy learns from (also counts `main_episodes`);
 - `label`: work that produces credit labels (branch continuations, graph enumeration);
-- `critic`: data collected to train a learned value model.
+- `critic`: data collected to train a learned value model;
+- `predictor`: the one fixed dataset of the offline action-value predictor (charged once,
+  before the first iteration).
 
 Only live work is counted: a step taken on an episode that had already ended (padding in a
 fixed-shape batch) is neither an environment step nor a policy evaluation. A forced first
@@ -26,7 +28,7 @@ import numpy as np
 from flax import struct
 
 MAX_COUNT = 2**31 - 1
-ACCOUNTS = ("main", "label", "critic")
+ACCOUNTS = ("main", "label", "critic", "predictor")
 
 
 @struct.dataclass
@@ -64,25 +66,30 @@ class Ledger:
     label_policy_evals: jax.Array
     critic_env_steps: jax.Array
     critic_policy_evals: jax.Array
+    predictor_env_steps: jax.Array
+    predictor_policy_evals: jax.Array
     overflowed: jax.Array
 
     @property
     def total_env_steps(self) -> jax.Array:
         """int32 `[]`: environment steps over all accounts (saturating like the counters)."""
         total, _ = _saturating_add(self.main_env_steps, self.label_env_steps)
-        return _saturating_add(total, self.critic_env_steps)[0]
+        total, _ = _saturating_add(total, self.critic_env_steps)
+        return _saturating_add(total, self.predictor_env_steps)[0]
 
     @property
     def total_policy_evals(self) -> jax.Array:
         """int32 `[]`: policy evaluations over all accounts (saturating like the counters)."""
         total, _ = _saturating_add(self.main_policy_evals, self.label_policy_evals)
-        return _saturating_add(total, self.critic_policy_evals)[0]
+        total, _ = _saturating_add(total, self.critic_policy_evals)
+        return _saturating_add(total, self.predictor_policy_evals)[0]
 
 
 def init_ledger() -> Ledger:
     """An empty ledger (every counter zero)."""
     zero = jnp.zeros((), jnp.int32)
-    return Ledger(zero, zero, zero, zero, zero, zero, zero, jnp.zeros((), bool))
+    counters = {name: zero for name in Ledger.__dataclass_fields__ if name != "overflowed"}
+    return Ledger(**counters, overflowed=jnp.zeros((), bool))
 
 
 def _saturating_add(count: jax.Array, delta: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -93,7 +100,7 @@ def _saturating_add(count: jax.Array, delta: jax.Array) -> tuple[jax.Array, jax.
 
 
 def record(ledger: Ledger, counts: Counts, *, account: str) -> Ledger:
-    """Add `counts` (int32 scalars) to `account` (`"main"`, `"label"` or `"critic"`).
+    """Add `counts` (int32 scalars) to `account` (`"main"`, `"label"`, `"critic"` or `"predictor"`).
 
     `counts.episodes` is recorded only for the main account (`main_episodes`). Pure and
     jittable; `account` is static.

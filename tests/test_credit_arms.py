@@ -19,6 +19,7 @@ TINY_MAD = {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max
 P, G = 2, 2  # problems, attempts per problem
 VARIANTS = [("outcome", {}), ("anchor", {}), ("mc", {"mc_variant": "td"}), ("mc", {"mc_variant": "q"}),
             ("exact", {}), ("solver", {"solver_policy": "soft"}), ("critic", {"critic_label_states": 4})]
+# `predictor` charges its dataset once, before training, not per call: tests/test_predictor.py
 
 
 def _tiny_network(env):
@@ -40,7 +41,7 @@ def batch():
 
 
 def test_registry_names_accounts_and_label_free_arms():
-    assert CREDIT_NAMES == ("outcome", "mc", "exact", "solver", "anchor", "critic")
+    assert CREDIT_NAMES == ("outcome", "mc", "exact", "solver", "anchor", "critic", "predictor")
     assert LABEL_FREE_CREDITS == ("outcome", "anchor")
     assert {arm.account for arm in CREDIT_ARMS.values()} <= set(ACCOUNTS) | {None}
     assert [name for name, arm in CREDIT_ARMS.items() if arm.enumerates] == ["exact", "solver"]

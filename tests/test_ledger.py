@@ -13,6 +13,7 @@ def test_accounts_and_totals_are_exact_under_jit():
         ledger = record(ledger, Counts(jnp.int32(130), jnp.int32(130), jnp.int32(16)), account="main")
         ledger = record(ledger, Counts(jnp.int32(5000), jnp.int32(4200), jnp.int32(576)), account="label")
         ledger = record(ledger, Counts(jnp.int32(7), jnp.int32(3), jnp.int32(1)), account="critic")
+        ledger = record(ledger, Counts(jnp.int32(20), jnp.int32(11), jnp.int32(9)), account="predictor")
         return record(ledger, Counts(jnp.int32(12), jnp.int32(12), jnp.int32(1)), account="main")
 
     got = ledger_to_dict(spend(init_ledger()))
@@ -20,7 +21,8 @@ def test_accounts_and_totals_are_exact_under_jit():
         "main_env_steps": 142, "main_policy_evals": 142, "main_episodes": 17,
         "label_env_steps": 5000, "label_policy_evals": 4200,
         "critic_env_steps": 7, "critic_policy_evals": 3,
-        "total_env_steps": 5149, "total_policy_evals": 4345,
+        "predictor_env_steps": 20, "predictor_policy_evals": 11,
+        "total_env_steps": 5169, "total_policy_evals": 4356,
     }
 
 

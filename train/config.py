@@ -33,7 +33,7 @@ class TrainConfig:
       env: the environment's name (`jaxcredit.envs.make`): `mad` or `arithmetic`.
       env_overrides: environment configuration fields replacing its defaults (a JSON object; kept
         as sorted `(field, value)` pairs), e.g. `{"length": 5}`.
-      credit: the credit arm, one of `CREDITS` (outcome, mc, exact, solver, anchor, critic).
+      credit: the credit arm, one of `CREDITS` (outcome, mc, exact, solver, anchor, critic, predictor).
       outcome_baseline: the outcome arm's baseline within each problem's group of attempts:
         `grpo` (mean and standard deviation), `rloo` (leave-one-out mean) or `mean`.
       mc_variant: the mc arm's advantage: `td` (`r_t + V(s_{t+1}) - V(s_t)`) or `q` (`Q(s_t, a_t) - V(s_t)`).
@@ -49,6 +49,13 @@ class TrainConfig:
       critic_continuations: Monte Carlo continuations per labelled state (critic arm).
       critic_coef: the weight of the critic's squared error in the loss.
       critic_lambda: the critic arm's GAE λ (PPO's 0.95; 0: the one-step TD advantage).
+      predictor_states: the predictor arm's dataset size: states visited by the initial policy (one
+        per episode of a training problem), every legal action of each labelled once before training.
+      predictor_continuations: K, the continuations per (state, legal action) of the predictor's labels.
+      predictor_steps: full-batch Adam steps fitting the predictor to its dataset.
+      predictor_learning_rate: the learning rate of those steps.
+      predictor_eval_states: held-out states (one per validation problem) the fitted predictor is
+        scored on against exact values; 0: not scored (an environment too large to enumerate).
       problems_per_iteration: P, problems drawn per iteration.
       attempts_per_problem: G, main attempts of each problem per iteration (the outcome baselines'
         group; `rloo` needs at least 2).
@@ -98,6 +105,11 @@ class TrainConfig:
     critic_continuations: int = 4
     critic_coef: float = 1.0
     critic_lambda: float = 0.95
+    predictor_states: int = 256
+    predictor_continuations: int = 4
+    predictor_steps: int = 500
+    predictor_learning_rate: float = 1e-3
+    predictor_eval_states: int = 64
     problems_per_iteration: int = 16
     attempts_per_problem: int = 4
     learning_rate: float = 1e-3
@@ -146,8 +158,10 @@ class TrainConfig:
         choice("loss_normalisation", LOSS_NORMALISATIONS)
         for field in ("mc_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
                       "ppo_epochs", "d_model", "num_layers", "num_heads", "mlp_dim", "num_evals",
-                      "eval_problems", "validation_problems", "num_seeds", "shard_devices"):
+                      "eval_problems", "validation_problems", "num_seeds", "shard_devices", "predictor_states",
+                      "predictor_continuations", "predictor_steps"):
             integer(field, 1)
+        integer("predictor_eval_states", 0)
         integer("attempts_per_problem", 2 if self.outcome_baseline == "rloo" else 1)
         integer("budget", 1, MAX_BUDGET)
         integer("eval_seed", 0)
@@ -162,6 +176,9 @@ class TrainConfig:
         require_float("config.critic_lambda", self.critic_lambda, 0.0, 1.0)
         if require_float("config.holdout_fraction", self.holdout_fraction, 0.0, 1.0) >= 1.0:
             raise ValueError(f"config.holdout_fraction must be in [0, 1), got {self.holdout_fraction!r}")
+        if require_float("config.predictor_learning_rate", self.predictor_learning_rate, 0.0) <= 0.0:
+            raise ValueError(f"config.predictor_learning_rate must be a finite number > 0, "
+                             f"got {self.predictor_learning_rate!r}")
         if require_float("config.solver_temperature", self.solver_temperature, 0.0) <= 0.0:
             raise ValueError(f"config.solver_temperature must be a finite number > 0, got {self.solver_temperature!r}")
         if self.d_model % self.num_heads:

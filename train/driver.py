@@ -37,6 +37,7 @@ from jax.sharding import NamedSharding, PartitionSpec
 from jaxcredit import rundir_io
 from jaxcredit.checkpoint import save_policy
 from jaxcredit.ledger import ledger_to_dict
+from jaxcredit.predictor import PREDICTOR_COUNTS, PREDICTOR_FILE
 from jaxcredit.rundir_io import RunLock, check_writable_dir, seed_measures
 from jaxcredit.sharding import batch_mesh
 from jaxcredit.train.config import MAX_BUDGET, TrainConfig, config_from_dict
@@ -348,6 +349,7 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
         start, best = info["eval_index"] + 1, info["best_success"]
     if _is_writer():  # only now: a directory refused above is left exactly as it was
         run.remove_leftovers()
+        _write_prepared_summary(run, config, state)
     if info is None:  # a new run, or one stopped before its first checkpoint: start from its config
         rows = _metric_rows(0, evaluate(state.params), state)
         if _is_writer():
@@ -390,6 +392,26 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
     if _is_writer():
         write_json_atomic(run.summary_path, summary)
     return summary
+
+
+def _write_prepared_summary(run: RunDir, config: TrainConfig, state) -> None:
+    """The predictor arm's dataset and held-out accuracy per seed (`state.prepared["summary"]`, made
+    once by `init` and kept in the checkpoint), as `predictor.json`; nothing for other arms. Written
+    at every start and resume, from the (restored) state, so it always describes this run."""
+    if state.prepared is None or "summary" not in state.prepared:
+        return
+    summary, ledger = _to_host((state.prepared["summary"], state.ledger))
+    seeds = []
+    for i in range(config.num_seeds):
+        row = {"seed_index": i}
+        row.update({k: int(v[i]) if k in PREDICTOR_COUNTS else float(v[i]) for k, v in sorted(summary.items())})
+        counters = ledger_to_dict(_seed_slice(ledger, i))
+        row.update({k: counters[k] for k in ("predictor_env_steps", "predictor_policy_evals")})
+        seeds.append(row)
+    fields = ("predictor_states", "predictor_continuations", "predictor_steps", "predictor_learning_rate",
+              "predictor_eval_states")
+    write_json_atomic(os.path.join(run.path, PREDICTOR_FILE),
+                      {"config": {k: getattr(config, k) for k in fields}, "seeds": seeds})
 
 
 def _save_policies(run: RunDir, trainer: Trainer, state) -> None:

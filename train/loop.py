@@ -53,6 +53,7 @@ class TrainState:
     iteration: jax.Array  # int32 []
     seed: jax.Array  # int32 []
     last_iteration_env_steps: jax.Array  # int32 []: what the latest iteration cost (all accounts)
+    prepared: Any = None  # the credit arm's fixed state from its `prepare` (predictor: model and summary)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,11 +102,36 @@ class Trainer:
 
     # ----- the run -----
     def init(self, seed: jax.Array) -> TrainState:
-        """Fresh parameters for `seed` (int32 `[]`), an empty ledger, iteration 0."""
+        """Fresh parameters for `seed` (int32 `[]`), an empty ledger, iteration 0; for an arm with a
+        `prepare` (predictor), its one-time work, charged to the ledger here and kept as `prepared`."""
         params = self.networks.init_fn(jax.random.fold_in(jax.random.key(seed), 0))
-        return TrainState(params=params, opt_state=self.optimizer.init(params), ledger=init_ledger(),
+        ledger, prepared = init_ledger(), None
+        arm = credit_arm(self.config.credit)
+        if arm.prepare is not None:
+            preparation = arm.prepare(self._context(params), jax.random.fold_in(jax.random.key(seed), 4),
+                                      self.draw_problem, self.heldout_problems())
+            prepared = preparation.state
+            for account, counts in preparation.charge.items():
+                ledger = record(ledger, counts, account=account)
+        return TrainState(params=params, opt_state=self.optimizer.init(params), ledger=ledger,
                           iteration=jnp.zeros((), jnp.int32), seed=jnp.asarray(seed, jnp.int32),
-                          last_iteration_env_steps=jnp.zeros((), jnp.int32))
+                          last_iteration_env_steps=jnp.zeros((), jnp.int32), prepared=prepared)
+
+    def draw_problem(self, key: jax.Array):
+        """One training problem (the training part only, `holdout.sample_in_split`; the whole space
+        when `holdout_fraction` is 0); consumes `key`."""
+        if self.config.holdout_fraction == 0:
+            return self.env.sample_problem(key)
+        return sample_in_split(self.env, key, TRAIN, holdout_fraction=self.config.holdout_fraction)
+
+    def heldout_problems(self):
+        """The `predictor_eval_states` problems (leaves `[E, ...]`) the predictor is scored on: the
+        validation set's, repeated in order if it is smaller; None when 0 are asked for."""
+        count = self.config.predictor_eval_states
+        if count == 0 or self.validation_set is None:
+            return None
+        size = jax.tree_util.tree_leaves(self.validation_set)[0].shape[0]
+        return jax.tree_util.tree_map(lambda x: x[jnp.arange(count) % size], self.validation_set)
 
     def _keys(self, state: TrainState):
         key = jax.random.key(state.seed)
@@ -117,13 +143,7 @@ class Trainer:
         Problems are drawn from the training part of the problem space only (`holdout.sample_in_split`)."""
         c = self.config
         problem_key, _, _ = self._keys(state)
-
-        def draw(key):
-            if c.holdout_fraction == 0:  # no split: the whole space
-                return self.env.sample_problem(key)
-            return sample_in_split(self.env, key, TRAIN, holdout_fraction=c.holdout_fraction)
-
-        problems = jax.vmap(draw)(jax.random.split(problem_key, c.problems_per_iteration))
+        problems = jax.vmap(self.draw_problem)(jax.random.split(problem_key, c.problems_per_iteration))
         repeated = jax.tree_util.tree_map(lambda x: jnp.repeat(x, c.attempts_per_problem, axis=0), problems)
         return problems, jax.vmap(self.env.init_problem)(repeated)
 
@@ -137,7 +157,7 @@ class Trainer:
                                           num_turns=self.env.max_turns)
         trajectory = constrain_batch(trajectory, self.batch_sharding)
         ledger = record(state.ledger, main_counts, account="main")
-        result, ledger = self.credit(state.params, trajectory, problems, label_key, ledger)
+        result, ledger = self.credit(state.params, trajectory, problems, label_key, ledger, prepared=state.prepared)
         advantage, critic_batch = result.advantage, result.critic_batch
         action_values = None if c.objective == "pg" else result.action_values
 
@@ -196,22 +216,25 @@ class Trainer:
         return state, stacked
 
     # ----- credit -----
-    def credit(self, params, trajectory: Trajectory, problems, key, ledger: Ledger):
+    def _context(self, params, prepared=None) -> CreditContext:
+        return CreditContext(env=self.env, policy_fn=self.policy_fn, params=params, config=self.config,
+                             value_fn=self.value_fn, sharding=self.batch_sharding, prepared=prepared)
+
+    def credit(self, params, trajectory: Trajectory, problems, key, ledger: Ledger, *, prepared=None):
         """`(result, ledger)`: the configured arm's `CreditResult` (`jaxcredit.credit_arms`) and its
-        cost recorded on the ledger."""
-        context = CreditContext(env=self.env, policy_fn=self.policy_fn, params=params, config=self.config,
-                                value_fn=self.value_fn, sharding=self.batch_sharding)
+        cost recorded on the ledger. `prepared` is the state's `prepared` (predictor arm)."""
+        context = self._context(params, prepared)
         result = credit_arm(self.config.credit).compute(context, trajectory, problems, key)
         for account, counts in result.charge.items():
             ledger = record(ledger, counts, account=account)
         return result, ledger
 
-    def advantages(self, params, trajectory: Trajectory, problems, key, ledger: Ledger):
+    def advantages(self, params, trajectory: Trajectory, problems, key, ledger: Ledger, *, prepared=None):
         """`(advantage [B, T], critic_batch, ledger)`: `credit`'s advantages and critic batch.
 
         `critic_batch` is `(observation [M, L], mask [M, A], target [M], valid [M])` for the critic arm, else None.
         """
-        result, ledger = self.credit(params, trajectory, problems, key, ledger)
+        result, ledger = self.credit(params, trajectory, problems, key, ledger, prepared=prepared)
         return result.advantage, result.critic_batch, ledger
 
     # ----- loss -----
@@ -283,9 +306,14 @@ def make_train(config: TrainConfig) -> Trainer:
     env = make(config.env, **config.env_kwargs)
     policy_config = PolicyConfig(d_model=config.d_model, num_layers=config.num_layers,
                                  num_heads=config.num_heads, mlp_dim=config.mlp_dim)
-    if credit_arm(config.credit).enumerates and env.num_positions * env.num_actions > 4_000_000:
+    too_large = env.num_positions * env.num_actions > 4_000_000
+    if credit_arm(config.credit).enumerates and too_large:
         raise ValueError(f"credit {config.credit!r} enumerates {env.num_positions} positions x {env.num_actions} "
                          f"actions per problem: too large for an exact arm; use a smaller environment")
+    if config.credit == "predictor" and config.predictor_eval_states and too_large:
+        raise ValueError(f"config.predictor_eval_states: scoring the predictor against exact values enumerates "
+                         f"{env.num_positions} positions x {env.num_actions} actions per problem, too large; "
+                         f"set predictor_eval_states=0")
     if config.shard_devices > 1:
         batch_sharding(config.shard_devices)  # raises ValueError when there are fewer devices
     return Trainer(config=config, env=env, policy_config=policy_config, eval_sets=evaluation_sets(env, config),

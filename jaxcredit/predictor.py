@@ -1,0 +1,161 @@
+"""The offline action-value predictor: one fixed dataset of Monte Carlo labels, one model fitted once.
+
+The `predictor` credit arm (`jaxcredit.credit_arms`) follows the study's design: before training,
+it collects states visited by the initial policy π₀ on training problems, labels EVERY legal action
+of each state with the mean return of K continuations (the first action forced, π₀ after it), fits
+a model of `Q(s, a)` to those labels, and freezes it. During training the model's predictions are
+the action labels; no further continuation is run. Everything the labels cost (the episodes that
+visited the states and every continuation step) is charged once, to the ledger's `predictor`
+account.
+
+- `visited_states`: one state per episode, uniform among the episode's live steps.
+- `build_dataset`: the `PredictorData` of those states and their cost (`Counts`).
+- `fit_predictor`: full-batch Adam on the squared error over the labelled (state, legal action) pairs.
+- `predicted_action_values`: the model's `Q̂(s, ·)` (0 on illegal actions).
+- `heldout_accuracy`: the predicted advantage `Q̂(s, a) − Σ_b π₀(b|s) Q̂(s, b)` against the exact
+  `Q^π₀(s, a) − V^π₀(s)` (`solver_values.reference_values`) on states of held-out problems:
+  Pearson correlation and sign agreement, with the number of pairs.
+
+The model is any `PolicyFn`-shaped function whose output on legal actions is read as `Q̂` (the
+credit arm uses a fresh copy of the policy Transformer, `jaxcredit.policy`, whose zero-initialised
+action head predicts 0 everywhere before fitting).
+
+Shape letters: N states, A actions, L observation length, K continuations, E held-out states.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from jaxcredit.env import Environment, State
+from jaxcredit.ledger import Counts
+from jaxcredit.policy_fn import PolicyFn, action_probabilities
+from jaxcredit.rollout import branch_returns, rollout
+from jaxcredit.solver_values import reference_values
+
+PREDICTOR_FILE = "predictor.json"  # a run directory's record of the dataset and the held-out accuracy, per seed
+PREDICTOR_COUNTS = ("dataset_states", "dataset_pairs", "states", "pairs", "sign_pairs")  # integers in that file
+SIGN_TOLERANCE = 1e-6  # |exact advantage| at or below this has no sign and is left out of the sign agreement
+
+
+class PredictorData(NamedTuple):
+    """The fixed dataset: `observation` int32 `[N, L]`, `legal` bool `[N, A]`, `label` float32
+    `[N, A]` (the mean return of K continuations after forcing each legal action; 0 elsewhere) and
+    `valid` bool `[N, A]` (a labelled pair: live state, legal action)."""
+
+    observation: jax.Array
+    legal: jax.Array
+    label: jax.Array
+    valid: jax.Array
+
+
+def visited_states(env: Environment, policy_fn: PolicyFn, params: Any, problems: Any,
+                   key: jax.Array) -> tuple[State, Counts]:
+    """`(states [N], counts [N])`: one episode of each problem (leaves `[N, ...]`) under the policy,
+    and one state drawn uniformly among that episode's live steps; consumes `key`. `counts` is each
+    episode's work (`rollout`'s rule: every live step is an env step and a policy evaluation, up to
+    the episode's end, not only up to the chosen state); sum what is charged."""
+    play_key, pick_key = jax.random.split(key)
+    starts = jax.vmap(env.init_problem)(problems)
+    trajectory, _ = rollout(env, policy_fn, params, starts, play_key, num_turns=env.max_turns)
+    num_live = trajectory.live.sum(axis=1, dtype=jnp.int32)  # live steps are a prefix; a fresh start is live
+    step = jnp.floor(jax.random.uniform(pick_key, num_live.shape) * num_live).astype(jnp.int32)
+    step = jnp.clip(step, 0, jnp.maximum(num_live - 1, 0))
+    rows = jnp.arange(num_live.shape[0])
+    states = jax.tree_util.tree_map(lambda x: x[rows, step], trajectory.states)
+    return states, Counts(num_live, num_live, (~starts.done).astype(jnp.int32))
+
+
+def build_dataset(env: Environment, policy_fn: PolicyFn, params: Any, states: State, key: jax.Array, *,
+                  num_continuations: int, sharding: Any = None) -> tuple[PredictorData, Counts]:
+    """`(data, counts)`: every legal action of each of `states` (leaves `[N, ...]`, e.g. from
+    `visited_states`) labelled by `num_continuations` continuations under the policy
+    (`branch_returns` with forced first actions); consumes `key`. `counts` is the continuations'
+    work: its `env_steps` minus its `policy_evals` is the number of continuations (a forced step
+    costs no evaluation)."""
+    result = branch_returns(env, policy_fn, params, states, key, num_continuations=num_continuations,
+                            force_first_actions=True, sharding=sharding)
+    data = PredictorData(observation=states.observation, legal=states.legal_action_mask, label=result.mean,
+                         valid=result.valid)
+    return data, result.counts
+
+
+def predicted_action_values(q_fn: PolicyFn, q_params: Any, observation: jax.Array, legal: jax.Array) -> jax.Array:
+    """float32 `[..., A]`: the model's `Q̂(s, a)` on legal actions, 0 on illegal ones."""
+    return jnp.where(legal, q_fn(q_params, observation, legal), 0.0)
+
+
+def fit_predictor(q_fn: PolicyFn, q_params: Any, data: PredictorData, *, steps: int,
+                  learning_rate: float) -> tuple[Any, jax.Array]:
+    """`(params, loss float32 [steps])`: `steps` full-batch Adam steps (gradients clipped to norm 1)
+    on the mean squared error of `Q̂` over the dataset's valid (state, action) pairs."""
+    optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(learning_rate))
+    count = jnp.maximum(data.valid.sum(), 1)
+
+    def loss(params):
+        error = jnp.where(data.valid, predicted_action_values(q_fn, params, data.observation, data.legal) - data.label,
+                          0.0)
+        return jnp.sum(error**2) / count
+
+    def step(carry, _):
+        params, opt_state = carry
+        value, grads = jax.value_and_grad(loss)(params)
+        updates, opt_state = optimizer.update(grads, opt_state, params)
+        return (optax.apply_updates(params, updates), opt_state), value
+
+    (q_params, _), losses = jax.lax.scan(step, (q_params, optimizer.init(q_params)), None, length=steps)
+    return q_params, losses
+
+
+def _pearson(x: jax.Array, y: jax.Array, weight: jax.Array) -> jax.Array:
+    """float32 `[]`: the Pearson correlation of `x` and `y` over the pairs where `weight` (0/1) is 1;
+    0 when either side is constant there (a model predicting one value correlates with nothing)."""
+    n = jnp.maximum(weight.sum(), 1.0)
+    dx = x - jnp.sum(weight * x) / n
+    dy = y - jnp.sum(weight * y) / n
+    sxy, sxx, syy = (jnp.sum(weight * a * b) for a, b in ((dx, dy), (dx, dx), (dy, dy)))
+    ok = (sxx > 1e-12) & (syy > 1e-12)
+    return jnp.where(ok, sxy / jnp.sqrt(jnp.where(ok, sxx * syy, 1.0)), 0.0)
+
+
+def heldout_accuracy(env: Environment, policy_fn: PolicyFn, params: Any, q_fn: PolicyFn, q_params: Any,
+                     problems: Any, states: State) -> dict:
+    """The model's accuracy on held-out `states` (leaves `[E, ...]`, one per problem of `problems`,
+    e.g. from `visited_states`) against exact values of the labelling policy (`policy_fn`, `params`).
+
+    Per (state, legal action) pair, the predicted advantage `Q̂(s, a) − Σ_b π(b|s) Q̂(s, b)` is compared
+    with the exact `Q^π(s, a) − V^π(s)` (at the state's turns left and position). Returns float32 `[]`
+    scalars: `pairs` (n), `advantage_pearson`, `sign_pairs` (pairs whose exact advantage exceeds
+    `SIGN_TOLERANCE` in size), `sign_agreement` (the share of those whose predicted advantage has the
+    same sign; a 0 prediction agrees with neither), `q_pearson` (`Q̂` against exact `Q`), `q_rmse`,
+    and `states` (E). Not charged: it measures, like the evaluation.
+    """
+    def exact(problem, state):
+        values, _ = reference_values(env, problem, policy="network", policy_fn=policy_fn, params=params)
+        turns_left = env.max_turns - state.turn
+        position = env.position_index(state)
+        return values.q[turns_left, position], values.v[turns_left, position]
+
+    q_exact, v_exact = jax.lax.map(lambda args: exact(*args), (problems, states))  # [E, A], [E]
+    legal = states.legal_action_mask & ~states.done[:, None]
+    q_hat = predicted_action_values(q_fn, q_params, states.observation, legal)
+    probs = action_probabilities(policy_fn(params, states.observation, legal), legal)
+    predicted = q_hat - jnp.sum(probs * q_hat, axis=-1, keepdims=True)
+    target = q_exact - v_exact[:, None]
+    weight = legal.astype(jnp.float32)
+    signed = weight * (jnp.abs(target) > SIGN_TOLERANCE)
+    agree = jnp.sign(predicted) == jnp.sign(target)
+    pairs = weight.sum()
+    return {
+        "states": jnp.asarray(states.turn.shape[0], jnp.float32),
+        "pairs": pairs,
+        "advantage_pearson": _pearson(predicted, target, weight),
+        "sign_pairs": signed.sum(),
+        "sign_agreement": jnp.sum(signed * agree) / jnp.maximum(signed.sum(), 1.0),
+        "q_pearson": _pearson(q_hat, q_exact, weight),
+        "q_rmse": jnp.sqrt(jnp.sum(weight * (q_hat - q_exact) ** 2) / jnp.maximum(pairs, 1.0)),
+    }
