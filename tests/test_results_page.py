@@ -98,7 +98,7 @@ def test_page_numbers_match_the_run_directory(regenerated):
                                                                          "total_env_steps"))
     assert label_steps > 0 and main_steps + label_steps == total
     share = label_steps / total
-    assert f"| mc | 320 | {main_steps:,.0f} / {label_steps:,.0f} / 0 | {total:,.0f} | {share:.1%} |" in page
+    assert f"| mc | 320 | {main_steps:,.0f} / {label_steps:,.0f} / 0 / 0 | {total:,.0f} | {share:.1%} |" in page
     sessions = [s for path in (DATA / "tiny-sweep").rglob(TIMING_NAME)
                 for s in json.loads(path.read_text())["sessions"]]
     assert len(sessions) == 5  # four cells and the matched regime's shared run
