@@ -82,10 +82,12 @@ PRESETS: dict[str, SweepSpec] = {
         name="density-study",
         description="Routine (fatal, H=8), outcome vs exact vs mc (K=2) at densities 1/8..1, equal attempts and "
                     "equal total env steps, 3 paired seeds",
-        base={"env": "routine", "learning_rate": 3e-3, "num_seeds": 3, "num_evals": 8, "eval_problems": 256,
+        base={"env": "routine", "learning_rate": 3e-3, "num_seeds": 3, "num_evals": 16, "eval_problems": 256,
               "problems_per_iteration": 16, "attempts_per_problem": 4, "holdout_fraction": 0.0},
         arms=_density_arms(),
-        budgets={"attempts": 8_000, "fixed-steps": 400_000},
+        # 16 evaluations over 2,000 attempts (one per 125): the first version (8 over 8,000) found
+        # every cell at greedy success 1.0 at its first evaluation, too coarse to time anything
+        budgets={"attempts": 2_000, "fixed-steps": 100_000},
         reference_arm="outcome-rho0.125",
         regimes=("attempts", "fixed-steps"),
         cpu_minutes="not measured yet",
