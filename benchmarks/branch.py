@@ -44,9 +44,9 @@ WORKLOADS = (("unforced", False, NUM_CONTINUATIONS), ("forced", True, NUM_CONTIN
 SEED = 0
 
 
-def _network(env):
-    """The default ~100k-parameter policy with a random (non-uniform) action head."""
-    init_fn, policy_fn, _ = make_policy(PolicyConfig(), env)
+def _network(env, policy_config: PolicyConfig | None = None):
+    """The policy (default: the ~100k-parameter one) with a random (non-uniform) action head."""
+    init_fn, policy_fn, _ = make_policy(PolicyConfig() if policy_config is None else policy_config, env)
     params = init_fn(jax.random.key(SEED))
     head = params["params"]["action_head"]
     head["kernel"] = 0.3 * jax.random.normal(jax.random.key(SEED + 1), head["kernel"].shape)

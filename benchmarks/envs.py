@@ -48,6 +48,7 @@ QUICK_SIZES = (1024, 16384)
 FULL_REPEATS = 10
 QUICK_REPEATS = 3
 PYTHON_EPISODES = 2048
+SAMPLE_BLOCKS = (256, 4096, 65536)  # problems drawn per call of the compiled sampler
 SEED = 0
 _GRID = 2**16  # uniform floats are multiples of 1/_GRID: `u * num_legal` is exact for any A < 128
 
@@ -181,11 +182,31 @@ def python_rollout(reference, problems: list, uniforms: list[list[float]]):
     return returns, turns, observations
 
 
+@functools.cache  # one jitted sampler per environment: it compiles once per block size
+def _problem_sampler(env: Environment) -> Callable:
+    """Jitted `key data uint32 [block, 2] -> problems [block, ...]`."""
+    return jax.jit(lambda data: jax.vmap(env.sample_problem)(jax.random.wrap_key_data(data)))
+
+
+def sample_problems(env: Environment, keys: jax.Array):
+    """The problems of `vmap(env.sample_problem)(keys)` (NumPy leaves `[B, ...]`), drawn in blocks of
+    the largest `SAMPLE_BLOCKS` size <= B (the last block padded), so a batch-size sweep compiles the
+    sampler at most `len(SAMPLE_BLOCKS)` times, not once per size."""
+    data = np.asarray(jax.random.key_data(keys))
+    count = data.shape[0]
+    block = max([b for b in SAMPLE_BLOCKS if b <= count] or SAMPLE_BLOCKS[:1])
+    padded = np.zeros((-(-count // block) * block, *data.shape[1:]), data.dtype)
+    padded[:count] = data
+    sampler = _problem_sampler(env)
+    blocks = [jax.tree_util.tree_map(np.asarray, sampler(padded[start:start + block]))
+              for start in range(0, len(padded), block)]
+    return jax.tree_util.tree_map(lambda *leaves: np.concatenate(leaves)[:count], *blocks)
+
+
 def draw_inputs(env: Environment, batch_size: int, *, seed: int = SEED):
     """`(problems, uniforms)`: `batch_size` problems (NumPy leaves `[B, ...]`) and the shared
     float table `[T, B]` (float32 on a 2**-16 grid in `[0, 1)`), `T = env.max_turns`."""
-    keys = jax.random.split(jax.random.key(seed), batch_size)
-    problems = jax.tree_util.tree_map(np.asarray, jax.jit(jax.vmap(env.sample_problem))(keys))
+    problems = sample_problems(env, jax.random.split(jax.random.key(seed), batch_size))
     rng = np.random.default_rng(seed)
     uniforms = rng.integers(0, _GRID, size=(env.max_turns, batch_size)).astype(np.float32) / np.float32(_GRID)
     return problems, uniforms

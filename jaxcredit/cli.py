@@ -63,6 +63,8 @@ def _cmd_bench(args) -> None:
 
     if args.suite not in SUITES:
         raise CommandError(f"unknown benchmark suite {args.suite!r}; choices: {', '.join(sorted(SUITES))}")
+    if args.suite != "accelerator" and (args.out is not None or args.time_cap is not None):
+        raise CommandError("--out and --time-cap are options of bench accelerator only")
     if args.plot is not None:
         check_writable_dir(args.plot, "--plot")
     result = SUITES[args.suite](args)
@@ -565,11 +567,15 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     bench = commands.add_parser("bench", help="measure ours against baselines, side by side")
-    bench.add_argument("suite", help="which suite: envs, solver, branch, train, adapter, or all")
+    bench.add_argument("suite", help="which suite: envs, solver, branch, train, adapter, all, or accelerator "
+                                     "(every suite at accelerator sizes into one JSON file, --out)")
     bench.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     bench.add_argument("--quick", action="store_true", help="smaller sizes and fewer repeats")
     bench.add_argument("--plot", metavar="DIR", default=None, help="save the scaling curves as PNG files in DIR")
     bench.add_argument("--sizes", type=_batch_sizes, default=None, help=argparse.SUPPRESS)  # tests: tiny batches
+    bench.add_argument("--out", metavar="FILE", default=None, help="accelerator: the JSON file to write")
+    bench.add_argument("--time-cap", type=_integer(1, 3600), default=None, metavar="SECONDS",
+                       help="accelerator: total time cap (default 450; stages past it are skipped and recorded)")
     bench.set_defaults(handler=_cmd_bench)
 
     play = commands.add_parser("play", help="play one episode through the text protocol on stdin")
