@@ -100,10 +100,24 @@ TINY_TRAIN = {"env": "mad", "env_overrides": TINY_MAD, "d_model": 32, "num_layer
               "holdout_fraction": 0.0}  # 18 tapes: too few to hold out
 
 
+def traced_once(fn, name: str):
+    """`fn` wrapped by `chex.assert_max_traces(n=1)` under its own `name`: tracing it a second time in
+    the session (a change of argument structure, a retrace per call) fails the test that does it.
+    chex counts traces per (definition site, source, name), so each wrapped function needs its own name."""
+    import chex
+
+    def step(*args):
+        return fn(*args)
+
+    step.__name__ = step.__qualname__ = name
+    return chex.assert_max_traces(step, n=1)
+
+
 @pytest.fixture(scope="session")
 def tiny_arm():
     """`tiny_arm(**fields) -> (trainer, iterate)`: the trainer of `TINY_TRAIN` updated with
-    `fields` and its jitted `iterate`, built and compiled once per distinct `fields` per session."""
+    `fields` and its jitted `iterate`, built and compiled once per distinct `fields` per session;
+    `iterate` may be traced only once in the session (`traced_once`)."""
     import jax
 
     from jaxcredit.train import config_from_dict, make_train
@@ -114,7 +128,7 @@ def tiny_arm():
         key = tuple(sorted((k, repr(v)) for k, v in fields.items()))
         if key not in cache:
             trainer = make_train(config_from_dict({**TINY_TRAIN, **fields}))
-            cache[key] = (trainer, jax.jit(trainer.iterate))
+            cache[key] = (trainer, jax.jit(traced_once(trainer.iterate, f"iterate{key}")))
         return cache[key]
 
     return get

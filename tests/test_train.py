@@ -44,6 +44,27 @@ def tree_digest(path):
     return digest.hexdigest()
 
 
+class CompileEvents:
+    """Every jaxpr trace, lowering and backend compile JAX reports while in the `with` block
+    (`jax.monitoring`'s `/jax/core/compile/...` events), as `(event, function name)` pairs."""
+
+    def __enter__(self):
+        import jax
+
+        self.events, self._listener = [], self._record
+        jax.monitoring.register_event_duration_secs_listener(self._listener)
+        return self
+
+    def _record(self, event, seconds, **kwargs):
+        if event.startswith("/jax/core/compile/"):
+            self.events.append((event.rsplit("/", 1)[1], kwargs.get("fun_name")))
+
+    def __exit__(self, *exc):
+        import jax
+
+        jax.monitoring.unregister_event_duration_listener(self._listener)
+
+
 def test_learning_is_real(tmp_path):
     summary = run_training(tiny(budget=6_000, num_evals=3), str(tmp_path / "run"), progress=False)
     for seed in summary["seeds"]:
@@ -61,7 +82,9 @@ def test_same_seed_same_metrics_and_resume_matches(tmp_path):
     assert stopped == {"stopped_after": 1}
     assert not os.path.exists(tmp_path / "c" / "summary.json")
     assert max(r["eval_index"] for r in read_jsonl(str(tmp_path / "c" / "metrics.jsonl"))) == 1
-    run_training(config, str(tmp_path / "c"), progress=False, resume=True)
+    with CompileEvents() as seen:  # the restored state is laid out as a fresh one: no new compile
+        run_training(config, str(tmp_path / "c"), progress=False, resume=True)
+    assert seen.events == []
     assert rows_without_timing(tmp_path / "c") == rows_without_timing(tmp_path / "a")
     assert len(rows_without_timing(tmp_path / "a")) == 2 * 4  # seeds x (initial + 3 evaluations)
 
@@ -242,3 +265,53 @@ def test_graph_label_cost_through_the_trainer_equals_hand_counts():
     ledger = label_cost(params)
     assert int(ledger.label_env_steps) == 17 + 26
     assert int(ledger.main_env_steps) == 0 and int(ledger.critic_env_steps) == 0
+
+
+# ----- no retrace: the training step traces and compiles once ------------------------------------------
+def test_iterate_traces_once_across_iterations_and_seeds(tiny_arm):
+    import jax.numpy as jnp
+
+    trainer, iterate = tiny_arm(credit="anchor")  # compiled by the test above; chex allows it one trace
+    with CompileEvents() as seen:
+        for seed in (0, 1):
+            state = trainer.init(jnp.int32(seed))
+            for _ in range(3):
+                state = iterate(state)
+            assert int(state.iteration) == 3 and int(state.ledger.main_episodes) == 3 * 32
+    assert [e for e in seen.events if "iterate" in str(e[1])] == []
+    assert iterate._cache_size() == 1
+
+
+def test_driver_programs_trace_once_across_segments_and_regimes(tmp_path):
+    """After one run has compiled (or reused) the driver's programs, a run of the same arm with another
+    budget, evaluation schedule and seeds traces and compiles nothing for any of its iterations,
+    evaluations and segments."""
+    run_training(tiny(num_evals=3, budget=384), str(tmp_path / "first"), progress=False)
+    other = tiny(num_evals=4, budget=512, seed=5)
+    programs = driver_module.compiled_programs(other)
+    assert programs == driver_module.compiled_programs(tiny())  # one set of programs per arm
+    compiled = [program._cache_size() for program in programs]
+    with CompileEvents() as seen:
+        run_training(other, str(tmp_path / "other"), progress=False)
+    assert seen.events == []
+    assert [program._cache_size() for program in programs] == compiled
+    rows = read_jsonl(str(tmp_path / "other" / "metrics.jsonl"))
+    assert [r["iteration"] for r in rows if r["seed_index"] == 0] == [0, 4, 8, 12, 16]  # 128 episodes a segment
+
+
+def test_accelerator_mad_study_cell_at_quick_size():
+    """`bench accelerator`'s mad-study cell with --quick: the preset's mc arm on this file's tiny task
+    (its compiled programs are the mc ones above), two segments of one iteration, timed end to end."""
+    import time
+
+    from jaxcredit.benchmarks import accelerator_stages as stages
+
+    result = stages.mad_study_cell_stage(stages.StageContext(quick=True, deadline=time.monotonic() + 1e6))
+    assert result["config"] == tiny(credit="mc", mc_continuations=2, budget=64, num_evals=2).to_dict()
+    segments = result["segments"]
+    assert [(s["eval_index"], s["iterations"], s["main_episodes"]) for s in segments] == [(1, 1, 64), (2, 1, 64)]
+    assert result["wall_seconds"] > sum(s["seconds"] for s in segments) > 0
+    assert result["steady_seconds_per_iteration"] == segments[1]["seconds"]
+    assert result["full_cell_budget"] == 40_000 and result["mean"]["total_env_steps"] > 2 * 32 * 1
+    extra = segments[1]["seconds"] / 64 * 2 * (40_000 - 64)
+    assert result["full_cell_estimate_seconds"] == pytest.approx(result["wall_seconds"] + extra)

@@ -58,13 +58,14 @@ def _to_host(tree):
 
 
 def _replicated(tree, num_devices: int):
-    """`tree` replicated over the batch mesh's `num_devices` devices (unchanged on one), so the
-    programs see the same layout before and after a segment and compile once. With several
+    """`tree` replicated over the batch mesh's `num_devices` devices (committed to the one device on
+    one), so the programs see the same layout before and after a segment, and after a resume (a
+    restored checkpoint is committed), and compile once. With several
     processes: this process's copy (the same in every process) becomes one global array, which
     orbax and the sharded programs need."""
     if jax.process_count() == 1:
-        if num_devices == 1:
-            return tree
+        if num_devices == 1:  # committed to the device, as a restored checkpoint is: a fresh and a
+            return jax.device_put(tree, jax.devices()[0])  # resumed state share one compiled program
         return jax.device_put(tree, NamedSharding(batch_mesh(num_devices), PartitionSpec()))
     from jax.experimental import multihost_utils
 
