@@ -97,17 +97,23 @@ class _Recorder:
             write_json_atomic(self.out, self.result)
 
     def stop_at_cap(self, names: list[str]) -> None:
-        """Mark the running stage stopped and the rest skipped, write, and end the process."""
+        """Mark the running stage stopped (its points so far kept) and the rest skipped, write, and
+        end the process."""
         with self.lock:
             stages = self.result["stages"]
             for name in names:
                 if name == self.current:
-                    stages[name] = {**stages.get(name, {}), "status": "stopped: the time cap was reached mid-stage"}
+                    stages[name]["status"] = "stopped: the time cap was reached mid-stage"
                 elif name not in stages:
                     stages[name] = {"status": "skipped: time cap"}
             self.result["status"] = "stopped at the time cap"
             self.result["wall_seconds"] = time.monotonic() - self.start
-            write_json_atomic(self.out, self.result)
+            for _ in range(5):  # the running stage may append a point while this thread serialises
+                try:
+                    write_json_atomic(self.out, self.result)
+                    break
+                except RuntimeError:
+                    time.sleep(0.01)
         os._exit(EXIT_AT_CAP)
 
 
@@ -156,15 +162,19 @@ def _run_stage(stage: Stage, recorder: _Recorder, *, start: float, cap: float, q
     needed = 0.0 if quick else stage.min_seconds
     stages = recorder.result["stages"]
     if left <= 0 or budget < needed:
-        stages[stage.name] = {"status": "skipped: time cap",
-                              "reason": f"{max(left, 0):.1f} s left of the {cap:.0f} s cap; the stage needs "
-                                        f"at least {needed:.0f} s"}
+        with recorder.lock:
+            stages[stage.name] = {"status": "skipped: time cap",
+                                  "reason": f"{max(left, 0):.1f} s left of the {cap:.0f} s cap; the stage needs "
+                                            f"at least {needed:.0f} s"}
         recorder.write()
         return
     began = time.monotonic()
-    context = stages_module.StageContext(quick=quick, deadline=began + budget, memory_limit=memory_limit)
-    recorder.current = stage.name
-    stages[stage.name] = {"status": "running", "budget_seconds": budget}
+    record = {"status": "running", "budget_seconds": budget}  # the stage adds its curves as they grow
+    context = stages_module.StageContext(quick=quick, deadline=began + budget, memory_limit=memory_limit,
+                                         record=record)
+    with recorder.lock:
+        recorder.current = stage.name
+        stages[stage.name] = record
     try:
         data = {"status": "ok", **stage.run(context)}
     except Exception as error:  # noqa: BLE001 -- recorded; the next stage still runs

@@ -43,12 +43,15 @@ NOT_RUN = "not run: a smaller size ran out of memory"
 
 @dataclasses.dataclass(frozen=True)
 class StageContext:
-    """What a stage is given: quick sizes or not, its deadline (`time.monotonic()` seconds) and an
-    optional memory limit in bytes replacing the device's free memory."""
+    """What a stage is given: quick sizes or not, its deadline (`time.monotonic()` seconds), an
+    optional memory limit in bytes replacing the device's free memory, and `record`: the stage's
+    entry in the result, where it puts its curves as they grow (so a run stopped mid-stage keeps
+    the points already measured)."""
 
     quick: bool
     deadline: float
     memory_limit: int | None = None
+    record: dict = dataclasses.field(default_factory=dict)
 
 
 def host_memory_bytes() -> int | None:
@@ -86,13 +89,14 @@ def program_bytes(compiled) -> int | None:
                - stats.alias_size_in_bytes)
 
 
-def _curve(points, run_point, *, deadline: float, predict) -> list[dict]:
-    """Run `run_point(point) -> row` over `points` in order until time or memory runs out.
+def _curve(points, run_point, *, deadline: float, predict, rows: list) -> list[dict]:
+    """Run `run_point(point) -> row` over `points` in order until time or memory runs out, appending
+    each point's row to `rows` as it ends; returns `rows`.
 
     `predict(done_rows, point)` gives the seconds a point should take (None: unknown, run it). An
     out-of-memory point ends the curve; later points are recorded as not run.
     """
-    rows, stop = [], None
+    stop = None
     for point in points:
         if stop is not None:
             rows.append({"point": point, "status": stop})
@@ -158,14 +162,16 @@ def envs_stage(context: StageContext) -> dict:
 
     sizes = QUICK_ENV_BATCHES if context.quick else ENV_BATCHES
     repeats = QUICK_REPEATS if context.quick else REPEATS
-    curves = {}
+    result = {"unit": "environment steps per second (random legal actions, T = max_turns)", "batches": list(sizes),
+              "repeats": repeats, "curves": {}}
+    context.record.update(result)
     for i, spec in enumerate(ENV_BENCHES):
         env = spec.make_env()
         share = (context.deadline - time.monotonic()) / (len(ENV_BENCHES) - i)
-        curves[spec.name] = _curve(sizes, functools.partial(_env_point, env, context, repeats),
-                                   deadline=time.monotonic() + share, predict=_linear_predict(lambda s: s))
-    return {"unit": "environment steps per second (random legal actions, T = max_turns)", "batches": list(sizes),
-            "repeats": repeats, "curves": curves}
+        result["curves"][spec.name] = rows = []
+        _curve(sizes, functools.partial(_env_point, env, context, repeats), deadline=time.monotonic() + share,
+               predict=_linear_predict(lambda s: s), rows=rows)
+    return result
 
 
 # ----- branch continuations at large batch ------------------------------------------------------------
@@ -210,10 +216,12 @@ def branch_stage(context: StageContext) -> dict:
         num_states, force, k, _ = point
         return num_states * k * ((env.length + 1) if force else 1)
 
-    points = QUICK_BRANCH_POINTS if quick else BRANCH_POINTS
-    rows = _curve(points, run_point, deadline=context.deadline, predict=_linear_predict(continuations))
-    return {"unit": "live continuation environment steps per second", "policy_parameters": count_parameters(params),
-            "env": env.config(), "repeats": repeats, "points": rows}
+    result = {"unit": "live continuation environment steps per second", "policy_parameters": count_parameters(params),
+              "env": env.config(), "repeats": repeats, "points": []}
+    context.record.update(result)
+    _curve(QUICK_BRANCH_POINTS if quick else BRANCH_POINTS, run_point, deadline=context.deadline,
+           predict=_linear_predict(continuations), rows=result["points"])
+    return result
 
 
 # ----- one mad-study cell, end to end ------------------------------------------------------------------
@@ -291,7 +299,9 @@ def solver_stage(context: StageContext) -> dict:
         same = [r for r in done if r["point"][0] == point[0]]
         return None if not same else 4 * same[-1]["wall_seconds"]  # the next size: at least a few times more
 
-    rows = []
+    result = {"memory_budget_bytes_per_problem": budget, "points": []}
+    context.record.update(result)
     for name in ("mad", "arithmetic"):  # each curve stops on its own
-        rows += _curve([p for p in points if p[0] == name], run_point, deadline=context.deadline, predict=predict)
-    return {"memory_budget_bytes_per_problem": budget, "points": rows}
+        _curve([p for p in points if p[0] == name], run_point, deadline=context.deadline, predict=predict,
+               rows=result["points"])
+    return result

@@ -60,14 +60,19 @@ def test_watchdog_writes_the_file_and_ends_the_process_at_the_cap(tmp_path, monk
         release.set()
 
     monkeypatch.setattr(accelerator.os, "_exit", fake_exit)
-    fakes = (_stage("first", lambda c: {"n": 1}), _stage("stuck", lambda c: {"woke": release.wait(10)}),
-             _stage("after", lambda c: {}))
+    def stuck(context):
+        context.record["points"] = [{"batch": 1, "status": "ok"}]  # measured before the cap
+        return {"woke": release.wait(10)}
+
+    fakes = (_stage("first", lambda c: {"n": 1}), _stage("stuck", stuck), _stage("after", lambda c: {}))
     accelerator.run_accelerator(str(out), time_cap=0.5, stages=fakes, watchdog=True)
     assert seen["code"] == accelerator.EXIT_AT_CAP
     written = seen["file"]
     assert written["status"] == "stopped at the time cap" and written["wall_seconds"] >= 0.5
     assert written["stages"]["first"] == {**written["stages"]["first"], "status": "ok", "n": 1}
-    assert written["stages"]["stuck"]["status"] == "stopped: the time cap was reached mid-stage"
+    stopped = written["stages"]["stuck"]  # its points so far are kept
+    assert stopped["status"] == "stopped: the time cap was reached mid-stage" and 0 < stopped["budget_seconds"] <= 0.5
+    assert stopped["points"] == [{"batch": 1, "status": "ok"}]
     assert written["stages"]["after"] == {"status": "skipped: time cap"}
 
 
