@@ -166,9 +166,12 @@ def _env_point(env, context: StageContext, repeats: int, size: int) -> dict:
     if need is not None and free is not None and need > free:
         return {**row, "status": "out of memory", "error": f"predicted: the program needs {need} bytes, "
                                                             f"{free} are free"}
+    started = time.monotonic()
     problems, uniforms = jax.device_put(draw_inputs(env, size))
+    inputs_seconds = time.monotonic() - started  # mostly the sampler's compile at small sizes: counted as fixed
     seconds = _best_seconds(functools.partial(compiled, problems, uniforms), repeats)
-    return {**row, "status": "ok", "seconds_per_call": seconds, "steps_per_second": size * env.max_turns / seconds}
+    return {**row, "status": "ok", "inputs_seconds": inputs_seconds, "fixed_seconds": compile_seconds + inputs_seconds,
+            "seconds_per_call": seconds, "steps_per_second": size * env.max_turns / seconds}
 
 
 def envs_stage(context: StageContext) -> dict:
