@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcredit.analysis.audit import credit_from_q, sign_agreement, split_half_correlation
-from jaxcredit.analysis.formatting import format_number as _number
+from jaxcredit.analysis.formatting import format_number
 from jaxcredit.env import Environment, State
 from jaxcredit.policy_fn import PolicyFn
 from jaxcredit.rollout import branch_returns, rollout
@@ -141,19 +141,20 @@ def sampled_markdown(sampled: dict) -> str:
     sign, half, error = sampled["sign_agreement"], sampled["split_half"], sampled["q_error"]
     lines = ["| measure (sampled completions under the policy) | value |", "| --- | --- |",
              f"| completions: total / per state (two halves) | {sampled['total_completions']} / "
-             f"{_number(sampled['completions_per_state'], 'g')} ({sampled['halves'][0]} + {sampled['halves'][1]}) |",
+             f"{format_number(sampled['completions_per_state'], 'g')} "
+             f"({sampled['halves'][0]} + {sampled['halves'][1]}) |",
              f"| distinct first actions taken / legal actions, per state | "
-             f"{_number(sampled['actions_taken_per_state'], '.2f')} / "
-             f"{_number(sampled['legal_actions_per_state'], '.2f')} |",
+             f"{format_number(sampled['actions_taken_per_state'], '.2f')} / "
+             f"{format_number(sampled['legal_actions_per_state'], '.2f')} |",
              f"| sign agreement of the largest credit among the actions taken, half vs half | "
-             f"{_number(sign['agreement'])} ({sign['num_compared']} comparisons; {sign['num_unmatched']} not taken "
-             "in the other half) |",
+             f"{format_number(sign['agreement'])} ({sign['num_compared']} comparisons; "
+             f"{sign['num_unmatched']} not taken in the other half) |",
              f"| sign agreement, exact top action (among those taken) vs all completions | "
-             f"{_number(sampled['sign_agreement_vs_exact']['agreement'])} |",
+             f"{format_number(sampled['sign_agreement_vs_exact']['agreement'])} |",
              f"| split-half correlation over actions both halves took (Spearman-Brown) | "
-             f"{_number(half['correlation'])} ({_number(half['spearman_brown'])}) |",
+             f"{format_number(half['correlation'])} ({format_number(half['spearman_brown'])}) |",
              f"| RMSE of Q̂ against exact / Bernoulli sqrt(q(1-q)/n) ({error['num_pairs']} (state, action) pairs) | "
-             f"{_number(error['rmse_q'], '.4f')} / {_number(error['bernoulli_rmse_q'], '.4f')} |",
+             f"{format_number(error['rmse_q'], '.4f')} / {format_number(error['bernoulli_rmse_q'], '.4f')} |",
              f"| work: env steps / policy evaluations / seconds | {sampled['env_steps']} / {sampled['policy_evals']} / "
              f"{sampled['seconds']} |"]
     return "\n".join(lines) + "\n"

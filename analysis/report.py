@@ -128,9 +128,6 @@ def _interval_text(low, high) -> str:
     return "n/a" if math.isnan(low) else f"[{low:.3f}, {high:.3f}]"
 
 
-_number = format_number
-
-
 def audit_markdown_summary(audit: dict) -> str:
     """Markdown tables of an audit's reliability numbers: the forced mode's (with its Monte Carlo
     error by K) and the sampled mode's, whichever were run, their completion counts, and the
@@ -138,10 +135,10 @@ def audit_markdown_summary(audit: dict) -> str:
     before = audit["credit_before_final"]
     lines = ["| measure | value |", "| --- | --- |",
              f"| states (one per episode) | {audit['num_states']} |",
-             f"| episode success / mean length | {_number(audit['episode_success'])} / "
-             f"{_number(audit['mean_episode_length'], '.2f')} |",
-             f"| share of exact \\|Δ\\| before the final action | {_number(before['exact'])} "
-             f"(steps before final: {_number(before['steps_before_final'])}) |"]
+             f"| episode success / mean length | {format_number(audit['episode_success'])} / "
+             f"{format_number(audit['mean_episode_length'], '.2f')} |",
+             f"| share of exact \\|Δ\\| before the final action | {format_number(before['exact'])} "
+             f"(steps before final: {format_number(before['steps_before_final'])}) |"]
     for mode, count in audit.get("completions", {}).items():
         lines.append(f"| {mode} mode: completions total / per state | {count['total']} / {count['per_state']:g} |")
     lines += [f"| time: {' / '.join(audit['seconds'])} (s) | {' / '.join(map(str, audit['seconds'].values()))} |", ""]
@@ -151,14 +148,14 @@ def audit_markdown_summary(audit: dict) -> str:
                   f"| (state, action) pairs | {audit['num_state_actions']} |",
                   f"| continuations per action K (two halves) | {audit['num_continuations']} "
                   f"({audit['halves'][0]} + {audit['halves'][1]}) |",
-                  f"| sign agreement of the largest credit, half vs half | {_number(sign['agreement'])} "
+                  f"| sign agreement of the largest credit, half vs half | {format_number(sign['agreement'])} "
                   f"({sign['num_compared']} states with a signal) |",
                   f"| sign agreement, exact top action vs full-K estimate | "
-                  f"{_number(audit['sign_agreement_vs_exact']['agreement'])} |",
-                  f"| split-half correlation (Spearman-Brown, full K) | {_number(half['correlation'])} "
-                  f"({_number(half['spearman_brown'])}) |",
+                  f"{format_number(audit['sign_agreement_vs_exact']['agreement'])} |",
+                  f"| split-half correlation (Spearman-Brown, full K) | {format_number(half['correlation'])} "
+                  f"({format_number(half['spearman_brown'])}) |",
                   f"| share of Monte Carlo \\|Δ̂\\| (sampled states) before the final action | "
-                  f"{_number(before['mc_sampled_states'])} |",
+                  f"{format_number(before['mc_sampled_states'])} |",
                   "", "| K | RMSE Q̂ | RMSE credit | Bernoulli sqrt(q(1-q)/K) |", "| --- | --- | --- | --- |"]
         lines += [f"| {r['k']} | {r['rmse_q']:.4f} | {r['rmse_credit']:.4f} | {r['bernoulli_rmse_q']:.4f} |"
                   for r in audit["mc_error"]]
