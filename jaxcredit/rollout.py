@@ -77,8 +77,46 @@ class Trajectory:
         )
 
 
-def _sample(policy_fn: PolicyFn, params: Any, state: State, key: jax.Array):
-    logits = policy_fn(params, state.observation, state.legal_action_mask)
+def live_chunk_size(batch: int) -> int:
+    """The default number of live rows per policy evaluation in `rollout` and `branch_returns`: an
+    eighth of the batch, at least 8 (a batch of at most 8 is evaluated whole)."""
+    return min(batch, max(8, -(-batch // 8)))
+
+
+def live_logits(policy_fn: PolicyFn, params: Any, state: State, *, chunk_size: int) -> jax.Array:
+    """float32 `[B, A]`: the policy's logits at the rows of `state` (leaves `[B, ...]`) whose episode
+    has not ended; 0 at the ended rows (padding: masked, they sample uniformly over legal actions).
+
+    The live rows are gathered to the front and evaluated `chunk_size` at a time in a
+    `lax.while_loop` that stops after the last live row, so ended episodes (most of a batch late in
+    an episode, once a policy finishes early) cost no forward pass. `chunk_size >= B`: one call on
+    every row, ended rows then set to 0.
+    """
+    live = ~state.done
+    batch = live.shape[0]
+    if chunk_size >= batch:
+        logits = policy_fn(params, state.observation, state.legal_action_mask)
+        return jnp.where(live[:, None], logits, 0.0)
+    padded = -(-batch // chunk_size) * chunk_size
+    order = jnp.pad(jnp.argsort(~live, stable=True).astype(jnp.int32), (0, padded - batch))
+    count = jnp.sum(live, dtype=jnp.int32)
+    zeros = jnp.zeros(state.legal_action_mask.shape, jnp.float32)
+
+    def body(carry):
+        start, logits = carry
+        index = jax.lax.dynamic_slice(order, (start,), (chunk_size,))
+        index = jnp.where(start + jnp.arange(chunk_size) < count, index, batch)  # past the live rows: dropped
+        observation = jnp.take(state.observation, index, axis=0, mode="clip")
+        mask = jnp.take(state.legal_action_mask, index, axis=0, mode="clip")
+        return start + chunk_size, logits.at[index].set(policy_fn(params, observation, mask), mode="drop")
+
+    _, logits = jax.lax.while_loop(lambda carry: carry[0] < count, body, (jnp.zeros((), jnp.int32), zeros))
+    return logits
+
+
+def _sample(policy_fn: PolicyFn, params: Any, state: State, key: jax.Array, *, chunk_size: int):
+    """`(action int32 [B], log_prob float32 [B])` sampled at the live rows (`live_logits`); consumes `key`."""
+    logits = live_logits(policy_fn, params, state, chunk_size=chunk_size)
     log_probs = log_probabilities(logits, state.legal_action_mask)
     action = jax.random.categorical(key, masked_logits(logits, state.legal_action_mask), axis=-1)
     return action.astype(jnp.int32), jnp.take_along_axis(log_probs, action[..., None], axis=-1)[..., 0]
@@ -110,9 +148,10 @@ def _play(env: Environment, states: State, choose, xs, num_turns: int) -> tuple[
     return trajectory, counts
 
 
-@functools.partial(jax.jit, static_argnames=("env", "policy_fn", "num_turns"))
+@functools.partial(jax.jit, static_argnames=("env", "policy_fn", "num_turns", "live_chunk"))
 def rollout(
-    env: Environment, policy_fn: PolicyFn, params: Any, states: State, key: jax.Array, *, num_turns: int
+    env: Environment, policy_fn: PolicyFn, params: Any, states: State, key: jax.Array, *, num_turns: int,
+    live_chunk: int | None = None,
 ) -> tuple[Trajectory, Counts]:
     """Play `num_turns` steps of every episode in `states` (leaves `[B, ...]`); consumes `key`.
 
@@ -120,9 +159,13 @@ def rollout(
     as padding (absorbing end, reward 0) and is not counted. Returns the `Trajectory` (`[B, T]`
     with `T = num_turns`) and the `Counts` of live steps, policy evaluations and episodes that
     were live at the start. `num_turns = env.max_turns` plays fresh episodes to their end.
+    Each turn evaluates the policy on the live episodes only, `live_chunk` at a time (default
+    `live_chunk_size(B)`; `B`: every row in one call, e.g. for a batch sharded over devices).
     """
+    chunk = live_chunk_size(states.turn.shape[0]) if live_chunk is None else live_chunk
+
     def choose(state, step_key):
-        return _sample(policy_fn, params, state, step_key)
+        return _sample(policy_fn, params, state, step_key, chunk_size=chunk)
 
     return _play(env, states, choose, jax.random.split(key, num_turns), num_turns)
 
@@ -250,6 +293,7 @@ def branch_returns(
     flat_valid = jnp.pad(flat_valid, (0, pad)).reshape(num_chunks, chunk_size)
     chunk_keys = jax.random.split(key, num_chunks)
     batch_step = jax.vmap(env.step)
+    live_chunk = chunk_size if sharding is not None else live_chunk_size(chunk_size)
 
     def run_chunk(chunk):
         state_index, forced_action, active, chunk_key = chunk
@@ -270,7 +314,7 @@ def branch_returns(
         def body(carry):
             t, state, ret, steps, evals = carry
             live = ~state.done
-            action, _ = _sample(policy_fn, params, state, jax.random.fold_in(chunk_key, t))
+            action, _ = _sample(policy_fn, params, state, jax.random.fold_in(chunk_key, t), chunk_size=live_chunk)
             state = batch_step(state, action)
             live_count = jnp.sum(live, dtype=jnp.int32)
             return t + 1, state, ret + jnp.where(live, state.reward, 0.0), steps + live_count, evals + live_count

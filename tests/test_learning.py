@@ -150,3 +150,38 @@ def test_loss_normalisation_hand_computed(normalisation, expected, tiny_arm):
     advantage = jnp.array([[2.0, 4.0, 7.0, 7.0, 7.0], [1.0] * 5])  # 7s sit on non-live steps: ignored
     loss = float(trainer.loss(params, trajectory, advantage, None))
     np.testing.assert_allclose(loss, expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("fields", [
+    {"clip_epsilon": 0.2, "entropy_coef": 0.1},
+    {"loss_normalisation": "sequence"},
+    {"credit": "critic"},
+    {"credit": "exact", "objective": "pairwise"},
+], ids=["step-clip-entropy", "sequence", "critic", "pairwise"])
+def test_chunked_gradient_equals_the_gradient_of_the_loss(fields, tiny_arm):
+    """`Trainer.gradient` (the counted steps gathered, `gradient_chunk` at a time) is the gradient
+    of `Trainer.loss` (every step slot): on a batch with ~40% of its slots live, over several
+    chunks, for each way the loss weighs its steps and with the critic's term."""
+    trainer, _ = tiny_arm(**fields)
+    state = trainer.init(jnp.int32(0))
+    trajectory, _ = _iteration_batch(trainer, state)
+    keys = jax.random.split(jax.random.key(7), 4)
+    params = jax.tree_util.tree_map(lambda p: p + 0.3 * jax.random.normal(keys[0], p.shape), state.params)
+    lengths = jax.random.randint(keys[3], trajectory.live.shape[:1], 1, 4)  # as a trained policy: short episodes
+    trajectory = trajectory.replace(live=trajectory.live & (jnp.arange(trajectory.live.shape[1]) < lengths[:, None]))
+    live = np.asarray(trajectory.live)
+    assert 0.3 < live.mean() < 0.8 and live.sum() > 2 * trainer.gradient_chunk, (live.mean(), live.sum())
+    advantage = jax.random.normal(keys[1], live.shape)
+    values = None
+    if trainer.config.objective != "pg":  # exact values with ties: some states have no ordered pair
+        values = jnp.round(jax.random.uniform(keys[2], trajectory.legal_action_mask.shape), 1)
+        values = values.at[:, ::2].set(0.5)
+    critic = None
+    if trainer.config.credit == "critic":
+        critic = (trajectory.observation[:, 0], trajectory.legal_action_mask[:, 0],
+                  jax.random.uniform(keys[3], live.shape[:1]), jnp.arange(live.shape[0]) % 3 > 0)
+    expected = jax.jit(jax.grad(trainer.loss))(params, trajectory, advantage, critic, values)
+    got = jax.jit(trainer.gradient)(params, trajectory, advantage, critic, values)
+    for e, g in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got)):
+        np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-4, atol=1e-6 * float(jnp.abs(e).max()))
+    assert max(float(jnp.abs(e).max()) for e in jax.tree_util.tree_leaves(expected)) > 1e-3  # not all zero

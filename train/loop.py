@@ -96,6 +96,11 @@ class Trainer:
         return [c.budget * j // c.num_evals for j in range(1, c.num_evals + 1)]
 
     @property
+    def live_chunk(self) -> int | None:
+        """The main rollout's `live_chunk`: the default, or the whole batch when it is sharded over devices."""
+        return None if self.config.shard_devices == 1 else self.config.episodes_per_iteration
+
+    @property
     def batch_sharding(self):
         """The episode batch axis split over `config.shard_devices` devices; None (one device) by default."""
         return None if self.config.shard_devices == 1 else batch_sharding(self.config.shard_devices)
@@ -154,7 +159,7 @@ class Trainer:
         starts = constrain_batch(starts, self.batch_sharding)  # [B] split over devices (one device: no-op)
         _, action_key, label_key = self._keys(state)
         trajectory, main_counts = rollout(self.env, self.policy_fn, state.params, starts, action_key,
-                                          num_turns=self.env.max_turns)
+                                          num_turns=self.env.max_turns, live_chunk=self.live_chunk)
         trajectory = constrain_batch(trajectory, self.batch_sharding)
         ledger = record(state.ledger, main_counts, account="main")
         result, ledger = self.credit(state.params, trajectory, problems, label_key, ledger, prepared=state.prepared)
@@ -163,7 +168,7 @@ class Trainer:
 
         def epoch(carry, _):
             params, opt_state = carry
-            grads = jax.grad(self.loss)(params, trajectory, advantage, critic_batch, action_values)
+            grads = self.gradient(params, trajectory, advantage, critic_batch, action_values)
             updates, opt_state = self.optimizer.update(grads, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state), None
 
@@ -238,6 +243,60 @@ class Trainer:
         return result.advantage, result.critic_batch, ledger
 
     # ----- loss -----
+    @property
+    def gradient_chunk(self) -> int:
+        """C: steps per chunk of `gradient` (a static size: about an eighth of `B * T`, at least 32)."""
+        steps = self.config.episodes_per_iteration * self.env.max_turns
+        return min(steps, max(32, -(-steps // 8)))
+
+    def _step_objective(self, params, observation, legal_action_mask, action, old_log_prob, advantage,
+                        action_values):
+        """float32 `[...]`: `x_t`, each step's term of the loss before weighting (see `loss`).
+
+        `observation` int32 `[..., L]`, `legal_action_mask` bool `[..., A]`, `action` int32 `[...]`,
+        `old_log_prob` and `advantage` float32 `[...]`, `action_values` float32 `[..., A]` or None.
+        """
+        c = self.config
+        log_probs = log_probabilities(self.policy_fn(params, observation, legal_action_mask), legal_action_mask)
+        if c.objective == "pg":
+            chosen = jnp.take_along_axis(log_probs, action[..., None], axis=-1)[..., 0]
+            ratio = jnp.exp(chosen - old_log_prob)
+            surrogate = ratio * advantage
+            if c.clip_epsilon > 0:
+                surrogate = jnp.minimum(surrogate, jnp.clip(ratio, 1 - c.clip_epsilon, 1 + c.clip_epsilon) * advantage)
+        else:
+            step_loss, _ = objective_loss(c.objective, log_probs, action_values, legal_action_mask,
+                                          temperature=c.objective_temperature)
+            surrogate = -step_loss
+        entropy = -jnp.sum(jnp.where(legal_action_mask, jnp.exp(log_probs) * log_probs, 0.0), axis=-1)
+        return surrogate + c.entropy_coef * entropy
+
+    def step_weights(self, trajectory: Trajectory, action_values: jax.Array | None = None) -> jax.Array:
+        """float32 `[B, T]`: `w_t >= 0` with the policy part of the loss `-Σ_t w_t x_t`; 0 on the steps
+        the loss does not count (not live; for a value-target objective, states it skips).
+
+        They depend on the trajectory (and `action_values`) only, never on the parameters."""
+        c = self.config
+        counted = trajectory.live
+        if c.objective != "pg":
+            if action_values is None:
+                raise ValueError(f"objective {c.objective!r} needs the values of every legal action; credit "
+                                 f"{c.credit!r} gives none")
+            mask = trajectory.legal_action_mask
+            _, state_counted = objective_loss(c.objective, jnp.zeros(mask.shape, jnp.float32), action_values, mask,
+                                              temperature=c.objective_temperature)
+            counted = counted & state_counted
+        if c.loss_normalisation == "sequence":
+            steps = counted.sum(axis=1, keepdims=True)
+            episodes = jnp.maximum(jnp.sum(steps > 0), 1)
+            return jnp.where(counted, 1.0 / (jnp.maximum(steps, 1) * episodes).astype(jnp.float32), 0.0)
+        return jnp.where(counted, 1.0 / jnp.maximum(counted.sum(), 1).astype(jnp.float32), 0.0)
+
+    def _critic_loss(self, params, critic_batch) -> jax.Array:
+        observation, legal, target, valid = critic_batch
+        error = jnp.where(valid, self.value_fn(params, observation, legal) - target, 0.0)
+        return self.config.critic_coef * jnp.sum(error**2) / jnp.maximum(valid.sum(), 1)
+
     def loss(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch,
              action_values: jax.Array | None = None) -> jax.Array:
         """Policy-gradient loss over live steps (PPO-clipped when `clip_epsilon > 0`), minus the
@@ -256,38 +315,61 @@ class Trainer:
         compared here give each action its own credit: under `sequence` an action of a long
         (failing, repairing) episode weighs `1 / T_i` of one in a short episode, which scales
         action-level credit by episode length (the length bias DAPO, Yu et al. 2025, removes the
-        same way); it is also what earlier runs used.
+        same way); it is also what earlier runs used. Both are `-Σ_t w_t x_t` with `step_weights`.
+
+        This evaluates the network at every step slot, live or not; the update uses `gradient`,
+        which gives the same gradient from the counted steps alone.
         """
-        c = self.config
-        mask = trajectory.legal_action_mask
-        log_probs = log_probabilities(self.policy_fn(params, trajectory.observation, mask), mask)
-        live = trajectory.live
-        if c.objective == "pg":
-            chosen = jnp.take_along_axis(log_probs, trajectory.action[..., None], axis=-1)[..., 0]
-            ratio = jnp.exp(chosen - trajectory.log_prob)
-            surrogate = ratio * advantage
-            if c.clip_epsilon > 0:
-                surrogate = jnp.minimum(surrogate, jnp.clip(ratio, 1 - c.clip_epsilon, 1 + c.clip_epsilon) * advantage)
-        else:
-            if action_values is None:
-                raise ValueError(f"objective {c.objective!r} needs the values of every legal action; credit "
-                                 f"{c.credit!r} gives none")
-            step_loss, counted = objective_loss(c.objective, log_probs, action_values, mask,
-                                                temperature=c.objective_temperature)
-            surrogate, live = -step_loss, live & counted
-        entropy = -jnp.sum(jnp.where(mask, jnp.exp(log_probs) * log_probs, 0.0), axis=-1)
-        per_step = jnp.where(live, surrogate + c.entropy_coef * entropy, 0.0)  # [B, T]
-        if c.loss_normalisation == "sequence":
-            steps = live.sum(axis=1)
-            per_episode = per_step.sum(axis=1) / jnp.maximum(steps, 1)
-            loss = -jnp.sum(per_episode) / jnp.maximum(jnp.sum(steps > 0), 1)
-        else:
-            loss = -jnp.sum(per_step) / jnp.maximum(live.sum(), 1)
+        weights = self.step_weights(trajectory, action_values)
+        x = self._step_objective(params, trajectory.observation, trajectory.legal_action_mask, trajectory.action,
+                                 trajectory.log_prob, advantage, action_values)
+        loss = -jnp.sum(jnp.where(weights > 0, weights * x, 0.0))
         if critic_batch is not None:
-            observation, legal, target, valid = critic_batch
-            error = jnp.where(valid, self.value_fn(params, observation, legal) - target, 0.0)
-            loss = loss + c.critic_coef * jnp.sum(error**2) / jnp.maximum(valid.sum(), 1)
+            loss = loss + self._critic_loss(params, critic_batch)
         return loss
+
+    def gradient(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch,
+                 action_values: jax.Array | None = None):
+        """The gradient of `loss` with respect to `params`, computed on the counted steps only.
+
+        The steps with a nonzero weight (`step_weights`) are gathered to the front and the
+        gradient of `-Σ w_t x_t` is summed over chunks of `gradient_chunk` of them in a
+        `lax.while_loop` that stops after the last counted step: the ended episodes' padding
+        (most step slots once a policy finishes its episodes early) costs no forward or backward
+        pass. Equal to `jax.grad(loss)` up to float summation order (tested). With the batch
+        sharded over devices it is `jax.grad(loss)` itself.
+        """
+        if self.batch_sharding is not None:
+            return jax.grad(self.loss)(params, trajectory, advantage, critic_batch, action_values)
+        weights = self.step_weights(trajectory, action_values).reshape(-1)
+        chunk = self.gradient_chunk
+        total_steps = weights.shape[0]
+        padded = -(-total_steps // chunk) * chunk
+        count = jnp.sum(weights > 0, dtype=jnp.int32)
+        order = jnp.pad(jnp.argsort(weights <= 0, stable=True).astype(jnp.int32), (0, padded - total_steps))
+        steps = dict(observation=trajectory.observation, legal_action_mask=trajectory.legal_action_mask,
+                     action=trajectory.action, old_log_prob=trajectory.log_prob, advantage=advantage,
+                     action_values=action_values)
+        steps = {name: None if x is None else x.reshape(total_steps, *x.shape[2:]) for name, x in steps.items()}
+
+        def chunk_loss(p, index, weight):
+            taken = {name: None if x is None else x[index] for name, x in steps.items()}
+            x = self._step_objective(p, **taken)
+            return -jnp.sum(jnp.where(weight > 0, weight * x, 0.0))
+
+        def body(carry):
+            start, total = carry
+            index = jax.lax.dynamic_slice(order, (start,), (chunk,))
+            weight = jnp.where(start + jnp.arange(chunk) < count, weights[index], 0.0)
+            grads = jax.grad(chunk_loss)(params, index, weight)
+            return start + chunk, jax.tree_util.tree_map(jnp.add, total, grads)
+
+        zero = jax.tree_util.tree_map(jnp.zeros_like, params)
+        _, total = jax.lax.while_loop(lambda carry: carry[0] < count, body, (jnp.zeros((), jnp.int32), zero))
+        if critic_batch is not None:
+            critic_grads = jax.grad(self._critic_loss)(params, critic_batch)
+            total = jax.tree_util.tree_map(jnp.add, total, critic_grads)
+        return total
 
 
 def budget_count(ledger: Ledger, counter: str) -> jax.Array:
