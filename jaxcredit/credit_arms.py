@@ -62,7 +62,7 @@ from jaxcredit.predictor import (
     visited_states,
 )
 from jaxcredit.rollout import Trajectory, branch_returns
-from jaxcredit.solver_values import reference_values
+from jaxcredit.solver_values import network_policy_probs_batch, reference_values
 
 
 class CreditContext(NamedTuple):
@@ -193,14 +193,16 @@ def _graphs(env: Environment, problems: Any):
 
 
 def exact_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
-    """`Q^π - V^π` of the current network from the solver (`reference_values(policy="network")`),
-    charged the enumeration and the network evaluations done (reached, distinct rows)."""
+    """`Q^π - V^π` of the current network from the solver (the values `reference_values(policy="network")`
+    gives, all problems' network rows in shared chunks), charged the enumeration and the network
+    evaluations done (reached, distinct rows)."""
     env, c = context.env, context.config
     graphs, starts, counts = _graphs(env, problems)
-    values, evals = jax.vmap(lambda p, g, s: reference_values(env, p, policy="network", policy_fn=context.policy_fn,
-                                                              params=context.params, graph=g, start=s))(
-        problems, graphs, starts)
-    counts = counts.replace(policy_evals=jnp.sum(evals, dtype=jnp.int32))
+    # the problems' distinct rows share the network's chunks (what reference_values does one problem at a time)
+    probs, evals = network_policy_probs_batch(env, problems, graphs, context.policy_fn, context.params,
+                                              horizon=env.max_turns, starts=starts)
+    values = jax.vmap(lambda g, p: solver.evaluate_policy(g, p, horizon=env.max_turns))(graphs, probs)
+    counts = counts.replace(policy_evals=evals)
     return CreditResult(solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem), None,
                         {"label": counts}, solver_menu_values(trajectory, values, group_size=c.attempts_per_problem))
 

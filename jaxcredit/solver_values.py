@@ -22,6 +22,7 @@ rows, one per number of turns left), N rows (positions, or positions x turns).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import jax
@@ -44,7 +45,7 @@ from jaxcredit.solver import (
 )
 
 REFERENCE_POLICIES = ("network",) + POLICIES
-NETWORK_CHUNK = 1024  # rows per network call; a problem with more distinct rows takes more calls
+NETWORK_CHUNK = 256  # rows per network call; more distinct rows take more calls
 
 
 def observation_shows_turns(env: Environment) -> bool:
@@ -94,11 +95,14 @@ def distinct_rows(keys: jax.Array, keep: jax.Array) -> tuple[jax.Array, jax.Arra
 
 
 def _distinct_probs(policy_fn: PolicyFn, params: Any, observation: jax.Array, legal: jax.Array, keep: jax.Array,
-                    *, vocab_size: int, chunk_size: int) -> tuple[jax.Array, jax.Array]:
+                    *, vocab_size: int, chunk_size: int,
+                    group_by: jax.Array | None = None) -> tuple[jax.Array, jax.Array]:
     """`(probs [N, A], evals int32 [])`: `action_probabilities` of `policy_fn` at the kept rows
-    (0 elsewhere), evaluated once per distinct (observation, legal) row, `chunk_size` rows a call."""
+    (0 elsewhere), evaluated once per distinct (observation, legal) row, `chunk_size` rows a call.
+    `group_by` int32 `[N, W]`: extra key columns (rows with different ones are evaluated apart)."""
     size, num_actions = legal.shape
-    keys = jnp.concatenate([_pack(observation, max(1, int(vocab_size - 1).bit_length())), _pack(legal, 1)], axis=-1)
+    keys = [_pack(observation, max(1, int(vocab_size - 1).bit_length())), _pack(legal, 1)]
+    keys = jnp.concatenate(keys if group_by is None else [group_by.astype(jnp.int32)] + keys, axis=-1)
     first, group, count = distinct_rows(keys, keep)
     chunk = min(chunk_size, size)
 
@@ -115,22 +119,10 @@ def _distinct_probs(policy_fn: PolicyFn, params: Any, observation: jax.Array, le
     return jnp.where(keep[:, None], out[group], 0.0), count
 
 
-def network_policy_probs(env: Environment, problem: Any, graph: Graph, policy_fn: PolicyFn, params: Any, *,
-                         horizon: int, start: jax.Array | None = None,
-                         chunk_size: int = NETWORK_CHUNK) -> tuple[jax.Array, jax.Array]:
-    """`(probs, policy_evals)`: a network's action probabilities at the positions it is needed.
-
-    `probs` float32 `[T + 1, S, A]` (row `t`: `t` turns left), illegal actions 0. The network is
-    evaluated at the positions reached from `start` (int32 `[]`; None: every valid position),
-    once per distinct (observation, legal mask), `chunk_size` rows per call; other positions get
-    0. When the observation shows the turns left (`observation_shows_turns(env)`), at every
-    turn, the observation with `t` turns left rebuilt as `env.position(problem, s,
-    turn=env.max_turns - t)` (clipped to `[0, max_turns]`). `policy_evals` int32 `[]` is the
-    number of rows evaluated (what a budget ledger charges; padding of the last chunk excluded).
-    """
-    horizon = check_horizon(horizon)
-    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+def _network_rows(env: Environment, problem: Any, graph: Graph, *, horizon: int, start: jax.Array | None):
+    """`(observation [R, L], legal [R, A], keep [R], turns)`: the rows a network is evaluated on
+    for one problem (`R = turns * S`; `turns` is `horizon + 1` when the observation shows the turns
+    left, else 1) and which of them are needed (positions reached from `start`)."""
     num_positions, num_actions = graph.legal.shape
     needed = graph.valid if start is None else positions_reached(graph, start)
     if observation_shows_turns(env):
@@ -146,10 +138,54 @@ def network_policy_probs(env: Environment, problem: Any, graph: Graph, policy_fn
         observations, turns = graph.observation[None], 1
     legal = jnp.broadcast_to(graph.legal, (turns, num_positions, num_actions)).reshape(-1, num_actions)
     keep = jnp.broadcast_to(needed, (turns, num_positions)).reshape(-1)
-    probs, evals = _distinct_probs(policy_fn, params, observations.reshape(turns * num_positions, -1), legal, keep,
-                                   vocab_size=env.vocab_size, chunk_size=chunk_size)
-    probs = probs.reshape(turns, num_positions, num_actions)
-    return jnp.broadcast_to(probs, (horizon + 1, num_positions, num_actions)), evals
+    return observations.reshape(turns * num_positions, -1), legal, keep, turns
+
+
+def network_policy_probs_batch(env: Environment, problems: Any, graphs: Graph, policy_fn: PolicyFn, params: Any, *,
+                               horizon: int, starts: jax.Array | None = None,
+                               chunk_size: int = NETWORK_CHUNK) -> tuple[jax.Array, jax.Array]:
+    """`(probs [P, T + 1, S, A], policy_evals int32 [])`: `network_policy_probs` of `P` problems at once.
+
+    `problems` and `graphs` have a leading axis `[P]`, `starts` int32 `[P]` (None: every valid
+    position). Each problem's distinct rows are its own (the same number as one problem at a
+    time), but all problems' rows share the chunks: `ceil(total / chunk_size)` network calls
+    instead of `P` times the largest problem's (what `jax.vmap` of `network_policy_probs` runs).
+    """
+    horizon = check_horizon(horizon)
+    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    num_problems, num_positions, num_actions = graphs.legal.shape
+    rows = jax.vmap(lambda p, g, s: _network_rows(env, p, g, horizon=horizon, start=s)[:3],
+                    in_axes=(0, 0, None if starts is None else 0))(problems, graphs, starts)
+    observation, legal, keep = rows  # [P, R, ...]
+    turns = observation.shape[1] // num_positions
+    problem_index = jnp.broadcast_to(jnp.arange(num_problems, dtype=jnp.int32)[:, None], keep.shape)
+    probs, evals = _distinct_probs(policy_fn, params, observation.reshape(-1, observation.shape[-1]),
+                                   legal.reshape(-1, num_actions), keep.reshape(-1), vocab_size=env.vocab_size,
+                                   chunk_size=chunk_size, group_by=problem_index.reshape(-1, 1))
+    probs = probs.reshape(num_problems, turns, num_positions, num_actions)
+    return jnp.broadcast_to(probs, (num_problems, horizon + 1, num_positions, num_actions)), evals
+
+
+def network_policy_probs(env: Environment, problem: Any, graph: Graph, policy_fn: PolicyFn, params: Any, *,
+                         horizon: int, start: jax.Array | None = None,
+                         chunk_size: int = NETWORK_CHUNK) -> tuple[jax.Array, jax.Array]:
+    """`(probs, policy_evals)`: a network's action probabilities at the positions it is needed.
+
+    `probs` float32 `[T + 1, S, A]` (row `t`: `t` turns left), illegal actions 0. The network is
+    evaluated at the positions reached from `start` (int32 `[]`; None: every valid position),
+    once per distinct (observation, legal mask), `chunk_size` rows per call; other positions get
+    0. When the observation shows the turns left (`observation_shows_turns(env)`), at every
+    turn, the observation with `t` turns left rebuilt as `env.position(problem, s,
+    turn=env.max_turns - t)` (clipped to `[0, max_turns]`). `policy_evals` int32 `[]` is the
+    number of rows evaluated (what a budget ledger charges; padding of the last chunk excluded).
+    Several problems at once: `network_policy_probs_batch`.
+    """
+    add_axis = functools.partial(jax.tree_util.tree_map, lambda x: x[None])
+    probs, evals = network_policy_probs_batch(env, add_axis(problem), add_axis(graph), policy_fn, params,
+                                              horizon=horizon, starts=None if start is None else start[None],
+                                              chunk_size=chunk_size)
+    return probs[0], evals
 
 
 def reference_values(env: Environment, problem: Any, *, policy: str, horizon: int | None = None,

@@ -320,3 +320,29 @@ def test_enumeration_cost_counts_legal_moves_of_reached_positions():
     reached = np.asarray(solver.positions_reached(graph, start))
     assert reached.sum() == 1 + 5
     assert int(solver.enumeration_env_steps(graph, start)) == 17
+
+
+def test_network_policy_probs_batch_shares_chunks_across_problems(small):
+    """Several problems' network rows in shared chunks give each problem exactly what one problem
+    at a time gives (probabilities and distinct-row counts), with a chunk smaller than one
+    problem's rows so chunks hold rows of two problems; the clock variant evaluates every turn."""
+    env, tapes, _, _ = small
+    params = jax.random.normal(jax.random.key(3), (64, env.num_actions))
+    problems = jnp.asarray(tapes[[3, 40, 41, 80]])
+
+    @functools.partial(jax.jit, static_argnums=0)
+    def both(env, problems):
+        graphs = jax.vmap(lambda p: solver.build_graph(env, p))(problems)
+        starts = jax.vmap(lambda p: solver.start_position(env, p))(problems)
+        one = jax.vmap(lambda p, g, s: solver_values.network_policy_probs(env, p, g, _linear_policy, params,
+                                                                          horizon=HORIZON, start=s))(
+            problems, graphs, starts)
+        batch = solver_values.network_policy_probs_batch(env, problems, graphs, _linear_policy, params,
+                                                         horizon=HORIZON, starts=starts, chunk_size=5)
+        return one, batch
+
+    for variant in (env, MadWithClock(**env.config())):
+        (probs, evals), (batch_probs, batch_evals) = both(variant, problems)
+        np.testing.assert_allclose(batch_probs, probs, rtol=1e-6, atol=1e-7)
+        assert int(batch_evals) == int(evals.sum()) and int(batch_evals) > 2 * 5
+        assert float(np.asarray(probs).sum()) > 0
