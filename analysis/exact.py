@@ -51,8 +51,9 @@ def _chunk_values(env: Environment, policy_fn: PolicyFn, params: Any, problems: 
 
 
 def chunk_problems(env: Environment) -> int:
-    """How many problems to solve per jitted call: about 2.5M `[S, A]` cells, at most 64."""
-    return int(max(1, min(64, 2_500_000 // (env.num_positions * env.num_actions))))
+    """How many problems to solve per jitted call: about 10M `[S, A]` cells (arithmetic: 18 problems,
+    ~0.45 GB of graphs and values), at most 64; more problems a call share more network calls."""
+    return int(max(1, min(64, 10_000_000 // (env.num_positions * env.num_actions))))
 
 
 def exact_step_values(env: Environment, trajectory: Trajectory, *, reference: str = "policy",
