@@ -17,14 +17,6 @@ iteration's is its continuations' forward passes `label_policy_evals * f` (f and
 and forward + backward FLOPs per observation). A bound in seconds is FLOPs / R; the target is an
 iteration within 1.5x of its bound and passes at >= 0.50 of R.
 
-The exact arm's label work on arithmetic (the `arithmetic-study` iteration: 4 problems, one
-seed): the exact values `Q^π` of the current network on each problem's graph, computed as the arm
-does (the network at the positions reached from the start, once per distinct row, every
-problem's rows in shared chunks: `network_policy_probs_batch`) against the network at every
-position slot of every problem (10,417 per problem), the same graphs and backward induction;
-the values agree at every reached position (the JSON's `max_abs_diff`). `--quick`: 3 numbers
-(217 slots), the tiny network.
-
 `episodes_per_iteration` scaling: the outcome iteration's time at 16 to 1,024 episodes per
 iteration (problems per iteration x 4 attempts), one compile each. `--quick` runs tiny iterations
 (2 problems x 2 attempts), a 512 matmul, and reports its one outcome iteration as the scaling row.
@@ -39,11 +31,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from jaxcredit import solver
 from jaxcredit.benchmarks.common import format_rate, machine_description, print_table, time_interleaved
-from jaxcredit.policy_fn import action_probabilities
 from jaxcredit.rollout import rollout
-from jaxcredit.solver_values import network_policy_probs_batch
 from jaxcredit.train import config_from_dict, make_train
 
 ARMS = {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4}}
@@ -115,53 +104,6 @@ def scaling(problem_counts, *, repeats: int) -> list[dict]:
     return rows
 
 
-EXACT_PROBLEMS = 4  # the arithmetic-study iteration's problems
-
-
-def exact_labels(quick: bool, *, repeats: int) -> dict:
-    """The exact arm's values on arithmetic: reached positions in shared chunks vs every position slot."""
-    tiny = {"env_overrides": {"count": 3}, "d_model": 32, "num_layers": 1, "num_heads": 2, "mlp_dim": 64}
-    extra = tiny if quick else {}
-    trainer = make_train(config_from_dict({"env": "arithmetic", "credit": "exact", "num_seeds": 1,
-                                           "eval_problems": 16, **extra}))
-    env, policy_fn = trainer.env, trainer.policy_fn
-    params = trainer.init(jnp.int32(0)).params
-    head = params["params"]["action_head"]  # not uniform: the network's values differ from the reference's
-    head["kernel"] = 0.3 * jax.random.normal(jax.random.key(1), head["kernel"].shape)
-    problems = jax.vmap(trainer.draw_problem)(jax.random.split(jax.random.key(2), EXACT_PROBLEMS))
-
-    def graphs_and_starts():
-        graphs = jax.vmap(lambda p: solver.build_graph(env, p))(problems)
-        return graphs, jax.vmap(lambda p: solver.start_position(env, p))(problems)
-
-    def evaluate(graphs, probs):
-        return jax.vmap(lambda g, p: solver.evaluate_policy(g, p, horizon=env.max_turns).q)(graphs, probs)
-
-    @jax.jit
-    def reached(params):
-        graphs, starts = graphs_and_starts()
-        probs, evals = network_policy_probs_batch(env, problems, graphs, policy_fn, params, horizon=env.max_turns,
-                                                  starts=starts)
-        return evaluate(graphs, probs), evals, jax.vmap(solver.positions_reached)(graphs, starts)
-
-    @jax.jit
-    def every_slot(params):
-        graphs, _ = graphs_and_starts()
-        probs = action_probabilities(policy_fn(params, graphs.observation, graphs.legal), graphs.legal)
-        probs = jnp.where(graphs.valid[..., None], probs, 0.0)
-        return evaluate(graphs, probs), jnp.int32(graphs.legal.shape[0] * graphs.legal.shape[1])
-
-    timing = time_interleaved({"reached": lambda: reached(params)[0], "every_slot": lambda: every_slot(params)[0]},
-                              repeats=repeats)
-    (q_reached, evals, where), (q_all, slots) = reached(params), every_slot(params)
-    mask = jnp.broadcast_to(where[:, None, :, None], q_all.shape)
-    return {"problems": EXACT_PROBLEMS, "positions_per_problem": env.num_positions,
-            "seconds": {"reached": timing["reached"][0], "every_slot": timing["every_slot"][0]},
-            "policy_evals": {"reached": int(evals), "every_slot": int(slots)},
-            "max_abs_diff": float(jnp.max(jnp.where(mask, jnp.abs(q_reached - q_all), 0.0))),
-            "ratio": timing["every_slot"][0] / timing["reached"][0]}
-
-
 def run(args) -> dict:
     """Time each arm's iteration, the forward and forward+backward passes and a dense matmul, side by side."""
     quick = bool(getattr(args, "quick", False))
@@ -198,8 +140,6 @@ def run(args) -> dict:
     else:
         scale = scaling(SCALING_PROBLEMS, repeats=3)
 
-    exact = exact_labels(quick, repeats=repeats)
-
     size = "tiny (quick)" if quick else "default MAD, 64 episodes/iteration, ~100k-parameter policy"
     print_table(f"training step ({size}); bound = FLOPs the design must compute / matmul FLOP/s",
                 ["arm", "time/iteration", "env steps/s", "bound FLOPs", "bound time", "time/bound",
@@ -218,16 +158,8 @@ def run(args) -> dict:
     print_table("outcome iteration vs episodes per iteration", ["episodes", "time/iteration", "time/episode"],
                 [[r["episodes"], f"{r['seconds'] * 1e3:.1f} ms", f"{r['seconds_per_episode'] * 1e3:.2f} ms"]
                  for r in scale])
-    print_table(f"exact arm's values on arithmetic ({exact['problems']} problems, {exact['positions_per_problem']:,} "
-                "position slots each): the network where it is needed vs at every slot",
-                ["network at", "policy evals", "time/iteration", "speed-up"],
-                [["reached, distinct rows, shared chunks", f"{exact['policy_evals']['reached']:,}",
-                  f"{exact['seconds']['reached'] * 1e3:.1f} ms", f"{exact['ratio']:.1f}x"],
-                 ["every position slot", f"{exact['policy_evals']['every_slot']:,}",
-                  f"{exact['seconds']['every_slot'] * 1e3:.1f} ms", "1"]])
     return {
         "suite": "train",
-        "exact_arm": exact,
         "steps_per_second": {f"train:{arm}": steps_per_second[arm] for arm in ARMS},
         "seconds_per_iteration": {f"train:{arm}": seconds[arm] for arm in ARMS},
         "flops_per_second": {"forward": flops_f / seconds["forward"],
@@ -242,7 +174,6 @@ def run(args) -> dict:
                    f"train:forward_backward_vs_matmul@{n}": fraction["forward_backward"],
                    "train:outcome_vs_bound": over_bound["outcome"],
                    "train:mc_vs_bound": over_bound["mc"],
-                   "train:outcome_vs_mc_steps_per_second": steps_per_second["outcome"] / steps_per_second["mc"],
-                   "train:exact_reached_vs_every_slot@arithmetic": exact["ratio"]},
+                   "train:outcome_vs_mc_steps_per_second": steps_per_second["outcome"] / steps_per_second["mc"]},
         "machine": machine_description(),
     }

@@ -346,3 +346,16 @@ def test_network_policy_probs_batch_shares_chunks_across_problems(small):
         np.testing.assert_allclose(batch_probs, probs, rtol=1e-6, atol=1e-7)
         assert int(batch_evals) == int(evals.sum()) and int(batch_evals) > 2 * 5
         assert float(np.asarray(probs).sum()) > 0
+
+
+def test_bench_exact_arm_values_agree_where_needed(small):
+    """`bench solver`'s exact-arm comparison: the arm's way (reached positions, distinct rows, shared
+    chunks) and the network at every slot give the same values at every reached position, with
+    fewer network rows."""
+    from jaxcredit.benchmarks.exact_arm import bench_exact_arm
+
+    env = make("arithmetic", count=3)
+    result = bench_exact_arm(env, label="arithmetic-3", num_problems=3, repeats=1)
+    assert result["max_abs_diff"] < 1e-6 and result["positions_per_problem"] == 217
+    assert 0 < result["evals_per_problem"] <= result["reached_per_problem"] < 217
+    assert result["ratio"] == pytest.approx(result["everywhere_seconds"] / result["reached_seconds"])
