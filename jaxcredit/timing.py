@@ -10,7 +10,10 @@ session adds nothing):
                                "jax_backend", "devices"}}]}
 
 A session stopped by an error or an interrupt is recorded too (`finished: false`), so the time a
-cell took is the sum of its sessions. The results pages (`jaxcredit report --page`) read it;
+cell took is the sum of its sessions. A session killed outright (`kill -9`, a machine going away)
+keeps what its heartbeat last wrote: while the cell runs, its record is rewritten every
+`HEARTBEAT_SECONDS` (by the process holding the cell's lock only), so at most that much of a
+killed session's time is lost. The results pages (`jaxcredit report --page`) read it;
 sweeps written before it existed have none, and the pages say "not recorded".
 """
 
@@ -21,11 +24,13 @@ import datetime
 import os
 import platform
 import socket
+import threading
 import time
 
-from jaxcredit.rundir_io import RunLocked, read_json, write_json_atomic
+from jaxcredit.rundir_io import LOCK_NAME, RunLocked, read_json, write_json_atomic
 
 TIMING_NAME = "timing.json"
+HEARTBEAT_SECONDS = 30.0
 
 
 def machine_record() -> dict:
@@ -57,17 +62,49 @@ def _load_average() -> list:
         return []
 
 
+def _holds_lock(run_dir: str) -> bool:
+    """Whether this process holds `run_dir`'s lock (its lock file names this pid and host)."""
+    try:
+        owner = read_json(os.path.join(run_dir, LOCK_NAME))
+    except (OSError, ValueError):
+        return False
+    return isinstance(owner, dict) and owner.get("pid") == os.getpid() and owner.get("host") == socket.gethostname()
+
+
 @contextlib.contextmanager
-def timed_cell(run_dir: str, *, resumed: bool):
+def timed_cell(run_dir: str, *, resumed: bool, heartbeat_seconds: float = HEARTBEAT_SECONDS):
     """Time the body (one session running the cell `run_dir`) and append it to `run_dir/timing.json`.
 
     Nothing is recorded when the cell had finished before (`summary.json` present), when the body
     was refused because another process holds the cell (`RunLocked`), or when the body never
-    created the directory.
+    created the directory. While the body runs, the session's record is rewritten every
+    `heartbeat_seconds` (`finished: false`) when this process holds the cell's lock, so a session
+    killed without a chance to clean up still counts up to its last heartbeat.
     """
-    finished_before = os.path.exists(os.path.join(run_dir, "summary.json"))
+    if os.path.exists(os.path.join(run_dir, "summary.json")):
+        yield
+        return
     started = datetime.datetime.now(datetime.timezone.utc)
     began, load = time.perf_counter(), _load_average()
+    earlier = read_timing(run_dir)
+    machine = machine_record()
+
+    def write(finished: bool) -> None:
+        session = {"started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                   "wall_seconds": round(time.perf_counter() - began, 3), "resumed": bool(resumed),
+                   "finished": finished, "load_average": {"start": load, "end": _load_average()},
+                   "machine": machine}
+        write_json_atomic(os.path.join(run_dir, TIMING_NAME), {"sessions": earlier + [session]})
+
+    stop = threading.Event()
+
+    def heartbeat() -> None:
+        while not stop.wait(heartbeat_seconds):
+            if _holds_lock(run_dir):
+                write(finished=False)
+
+    beating = threading.Thread(target=heartbeat, name=f"timing {run_dir}", daemon=True)
+    beating.start()
     refused = False
     try:
         yield
@@ -75,9 +112,7 @@ def timed_cell(run_dir: str, *, resumed: bool):
         refused = True
         raise
     finally:
-        if not (finished_before or refused) and os.path.isdir(run_dir):
-            session = {"started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                       "wall_seconds": round(time.perf_counter() - began, 3), "resumed": bool(resumed),
-                       "finished": os.path.exists(os.path.join(run_dir, "summary.json")),
-                       "load_average": {"start": load, "end": _load_average()}, "machine": machine_record()}
-            write_json_atomic(os.path.join(run_dir, TIMING_NAME), {"sessions": read_timing(run_dir) + [session]})
+        stop.set()
+        beating.join()
+        if not refused and os.path.isdir(run_dir):
+            write(finished=os.path.exists(os.path.join(run_dir, "summary.json")))

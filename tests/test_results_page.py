@@ -10,6 +10,7 @@ import hashlib
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import matplotlib.image
@@ -19,7 +20,7 @@ from jaxcredit.analysis import write_results_page
 from jaxcredit.analysis.page import READING_PLACEHOLDER, duration_text, reading_block
 from jaxcredit.cli import main
 from jaxcredit.comparison import arm_credits, arm_environments, arm_references, comparison_pairs
-from jaxcredit.rundir_io import RunLocked
+from jaxcredit.rundir_io import RunLock, RunLocked
 from jaxcredit.timing import TIMING_NAME, read_timing, timed_cell
 
 DATA = Path(__file__).parent / "data"
@@ -176,3 +177,21 @@ def test_timed_cell_records_each_session_that_ran(tmp_path):
     assert [(s["resumed"], s["finished"]) for s in sessions] == [(False, False), (True, False)]
     assert all(s["wall_seconds"] >= 0 and s["started"].endswith("Z") and s["machine"]["cpus"] >= 1 for s in sessions)
     assert read_timing(str(tmp_path / "absent")) == []
+
+
+def test_timed_cell_heartbeat_keeps_a_killed_session(tmp_path):
+    # a session killed outright never reaches its `finally`: what the heartbeat wrote stays. Only the
+    # process holding the cell's lock writes (a refused second process must not clobber the owner's record)
+    cell = tmp_path / "cell"
+    with timed_cell(str(cell), resumed=False, heartbeat_seconds=0.02):
+        cell.mkdir()
+        time.sleep(0.2)
+        assert read_timing(str(cell)) == []  # no lock held: no heartbeat
+        with RunLock(str(cell), "train"):
+            deadline = time.monotonic() + 10
+            while not read_timing(str(cell)) and time.monotonic() < deadline:
+                time.sleep(0.02)
+            during = read_timing(str(cell))
+    assert len(during) == 1 and during[0]["finished"] is False and during[0]["wall_seconds"] > 0
+    after = read_timing(str(cell))
+    assert len(after) == 1 and after[0]["wall_seconds"] >= during[0]["wall_seconds"]
