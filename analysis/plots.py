@@ -19,6 +19,7 @@ import numpy as np  # noqa: E402
 from jaxcredit.stats import MIN_RELIABLE_SEEDS  # noqa: E402
 
 X_LABELS = {"total_env_steps": "total environment steps", "main_episodes": "main attempts (episodes)"}
+LOG_SPREAD = 10.0  # a cost axis whose arms end more than this factor apart is drawn on a symlog scale
 
 
 def _save(figure, path: str, data_lines: list) -> dict:
@@ -45,7 +46,12 @@ def band_label(curves: dict) -> str:
 def plot_learning_curves(curves: dict, path: str, *, x: str = "total_env_steps", title: str = "") -> dict:
     """One line per arm (`curves`: arm -> `compare.learning_curve` dict) of mean greedy success
     against `x`, with its Student-t interval band; the figure says which interval and n
-    (`band_label`, also returned under `"band"`)."""
+    (`band_label`, also returned under `"band"`).
+
+    Against `total_env_steps`, when the arms' last points lie more than `LOG_SPREAD` times apart
+    (label arms often spend 10-100x outcome's steps), the axis is symlog (linear below the smallest
+    positive x, logarithmic above), so the cheap arms are not squeezed against 0; the returned
+    `"xscale"` says which scale was drawn."""
     figure, axis = plt.subplots(figsize=(6.4, 4.0))
     lines = []
     for arm, curve in curves.items():
@@ -53,13 +59,20 @@ def plot_learning_curves(curves: dict, path: str, *, x: str = "total_env_steps",
         axis.fill_between(curve["x"], curve["low"], curve["high"], alpha=0.2, color=line.get_color())
         lines.append(line)
     band = band_label(curves)
-    axis.set_xlabel(X_LABELS.get(x, x))
+    label, scale = X_LABELS.get(x, x), "linear"
+    ends = [float(curve["x"][-1]) for curve in curves.values() if len(curve["x"])]
+    positive = [float(v) for curve in curves.values() for v in curve["x"] if v > 0]
+    if x == "total_env_steps" and positive and min(ends) > 0 and max(ends) > LOG_SPREAD * min(ends):
+        scale = "symlog"
+        axis.set_xscale("symlog", linthresh=min(positive))
+        label += " (symlog scale)"
+    axis.set_xlabel(label)
     axis.set_ylabel("greedy success (mean over seeds)")
     axis.set_ylim(-0.02, 1.02)
     axis.set_title(f"{title}\n{band}" if title else band, fontsize=9)
     axis.legend()
     axis.grid(alpha=0.3)
-    return {**_save(figure, path, lines), "band": band}
+    return {**_save(figure, path, lines), "band": band, "xscale": scale}
 
 
 def plot_mc_error(mc_error: list[dict], path: str, *, title: str = "") -> dict:

@@ -222,6 +222,11 @@ def test_learning_curve_plot_has_one_line_per_arm(sweep_dir, tmp_path):
     assert "n < 5" in plot_learning_curves(few, str(tmp_path / "d.png"))["band"]
     image = matplotlib.image.imread(drawn["path"])
     assert image.shape[:2] == (400, 640)
+    # arms ending more than 10x apart in total env steps get a symlog axis, so the cheap arm is visible
+    assert drawn["xscale"] == ("symlog" if curves["mc"]["x"][-1] > 10 * curves["outcome"]["x"][-1] else "linear")
+    spread = {"cheap": {**curves["outcome"], "x": np.asarray(curves["outcome"]["x"]) / 1000}, "costly": curves["mc"]}
+    assert plot_learning_curves(spread, str(tmp_path / "e.png"))["xscale"] == "symlog"
+    assert plot_learning_curves(spread, str(tmp_path / "f.png"), x="main_episodes")["xscale"] == "linear"
 
 
 def test_sweep_report_links_existing_files_and_readable_plots(sweep_dir):
