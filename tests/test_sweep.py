@@ -5,6 +5,7 @@ Configurations are those of `test_train.py`'s budget-matching test (same fields,
 compiled programs are shared within a session).
 """
 
+import dataclasses
 import json
 import os
 
@@ -65,6 +66,14 @@ def test_sweep_prints_three_regimes_and_matched_spend_is_within_one_iteration(ti
 
 def test_sweep_resume_skips_finished_cells_and_refuses_other_targets(tiny_sweep, tmp_path):
     out, table = tiny_sweep
+    assert run_sweep(SPEC, out, progress=False, resume=True) == table
+    # words about the sweep (its run time, its description) may change between sessions: resume, update them
+    reworded = dataclasses.replace(SPEC, description="reworded", cpu_minutes="12 measured")
+    assert run_sweep(reworded, out, progress=False, resume=True) == table
+    assert json.load(open(os.path.join(out, "sweep_spec.json")))["cpu_minutes"] == "12 measured"
+    with pytest.raises(ValueError, match=r"holds a different sweep \(tiny; differing: budgets\)"):
+        run_sweep(dataclasses.replace(SPEC, budgets={"attempts": 97, "fixed-steps": 600}), out, progress=False,
+                  resume=True)
     assert run_sweep(SPEC, out, progress=False, resume=True) == table
     targets = {"mc": [100, 200]}  # not what the attempts runs gave
     with pytest.raises(ValueError, match="matched to other totals"):

@@ -58,8 +58,10 @@ PRESETS: dict[str, SweepSpec] = {
         arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4},
               "exact": {"credit": "exact"}, "critic": {"credit": "critic"}},
         budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
-        cpu_minutes="about 65 for attempts and fixed-steps, plus about 5-6 hours for matched (estimate: outcome "
-                    "to exact's ~23M env steps)",
+        cpu_minutes="attempts measured: 1h38m of training segments (2026-12-01, 2-core CPU, a second study "
+                    "running beside it; cells: outcome 12m, mc 52m, exact 21m, critic 13m); fixed-steps: outcome's "
+                    "4M env steps about 1h45m at the rate seen, the label arms ~40m more (estimate); matched: "
+                    "outcome to exact's ~23M env steps, about 8-10 hours at that rate (estimate)",
     ),
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
@@ -75,8 +77,9 @@ PRESETS: dict[str, SweepSpec] = {
               **{f"{objective}-uniform": {**_UNIFORM_VALUES, "objective": objective}
                  for objective in ("dense", "pairwise", "hard")}},
         budgets={"attempts": 4_000, "fixed-steps": 2_000_000},
-        cpu_minutes="about 60 for attempts and fixed-steps, plus about 3 hours for matched (estimate: outcome "
-                    "to the exact arms' ~12M env steps)",
+        cpu_minutes="measured 2026-12-01 on the 2-core CPU with a second study running beside it (cells' wall "
+                    "time): attempts 1h23m, fixed-steps 53m (outcome's 2M env steps 44m of it); matched: the one "
+                    "outcome run to the exact arms' ~12.3M env steps, about 4.5 hours at that rate (estimate)",
     ),
     "density-study": SweepSpec(
         name="density-study",

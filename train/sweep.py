@@ -147,6 +147,14 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
                                  backend=backend, ray_address=ray_address)
 
 
+DOC_FIELDS = ("cpu_minutes", "description")  # words about a sweep, not its design: resuming may update them
+
+
+def _design(spec_dict: dict) -> dict:
+    """A `sweep_spec.json` dict without its `DOC_FIELDS`: what must match for `--resume`."""
+    return {k: v for k, v in spec_dict.items() if k not in DOC_FIELDS}
+
+
 def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, num_seeds: int | None,
                       progress: bool, backend: str, ray_address: str | None) -> dict:
     sweep_path = os.path.join(out, "sweep_spec.json")
@@ -155,14 +163,16 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
                                        "arm_order": list(spec.arms)}))
     if os.path.exists(sweep_path) and not resume:
         raise ValueError(f"{out} already holds a sweep; pass --resume to continue it or choose another --out")
-    if resume and os.path.exists(sweep_path) and read_json(sweep_path) != spec_dict:
+    if resume and os.path.exists(sweep_path) and _design(read_json(sweep_path)) != _design(spec_dict):
         old = read_json(sweep_path)
         renamed = {a: RENAMED_ARMS[a] for a in old.get("arm_order", []) if RENAMED_ARMS.get(a) in spec.arms}
         if renamed:
             raise ValueError(f"cannot resume {out}: it was written before these arms were renamed: "
                              f"{', '.join(f'{a!r} -> {b!r}' for a, b in renamed.items())}; report and compare "
                              "still read it under the old names; run the sweep again in a new --out")
-        raise ValueError(f"cannot resume {out}: it holds a different sweep ({old.get('name')})")
+        differ = sorted(k for k in set(_design(old)) | set(_design(spec_dict)) if old.get(k) != spec_dict.get(k))
+        raise ValueError(f"cannot resume {out}: it holds a different sweep ({old.get('name')}; differing: "
+                         f"{', '.join(differ)})")
     remove_leftovers(out)
     write_json_atomic(sweep_path, spec_dict)
     jobs = []
