@@ -261,7 +261,10 @@ def _audit_lines(path: str, files: str, link: str, run_dir_text: str) -> tuple[l
         make_dirs(os.path.join(files, "audits"))
         _write_json(os.path.join(files, "audits", f"{name}.json"), audit)
         names.append(name)
-        lines += [f"### {name}: {audit.get('policy', 'policy')} on {audit['env']}", "",
+        policy = str(audit.get("policy", "policy"))
+        for prefix in {os.path.realpath(path), os.path.abspath(path)}:  # the sweep's path as the page names it
+            policy = policy.replace(prefix + os.sep, run_dir_text.rstrip("/") + "/")
+        lines += [f"### {name}: {policy} on {audit['env']}", "",
                   f"File: [audits/{name}.json]({link}audits/{name}.json).", "", audit_markdown_summary(audit),
                   format_class_table(audit["classes"])]
     return lines, names

@@ -115,18 +115,24 @@ def _section(text: str, start: str, end: str) -> str:
     return text[text.index(start): text.index(end)]
 
 
-def test_fresh_page_of_an_older_sweep(tmp_path, capsys):
+def test_fresh_page_of_an_older_sweep(tmp_path, capsys, monkeypatch):
     """Without a page to keep a reading from, a placeholder; without timing.json, "not recorded";
     the tables are the same."""
     sweep = tmp_path / "old-sweep"
     shutil.copytree(DATA / "tiny-sweep", sweep, ignore=shutil.ignore_patterns(TIMING_NAME))
+    audit_path = sweep / "audits/attempts-mc/audit.json"  # audited where it lies: the page names it relatively
+    audit = json.loads(audit_path.read_text())
+    audit["policy"] = f"checkpoint {sweep}/attempts/mc/policies/seed-0"
+    audit_path.write_text(json.dumps(audit))
     page = tmp_path / "pages" / "old.md"
-    assert main(["report", str(sweep), "--page", str(page), "--json"]) == 0
+    monkeypatch.chdir(tmp_path)
+    assert main(["report", "old-sweep", "--page", str(page), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["page"] == str(page)
     text = page.read_text()
     assert reading_block(str(page)) is None and READING_PLACEHOLDER in text
     assert "| measured run time | not recorded" in text and "| date | not recorded |" in text
     assert "| machine | not recorded |" in text
+    assert "### attempts-mc: checkpoint old-sweep/attempts/mc/policies/seed-0 on mad" in text  # as the command named it
     committed = (DATA / PAGE).read_text()
     for start, end in (("## Paired comparisons", "## Time to"), ("## Label spend", "## Audits")):
         assert _section(text, start, end) == _section(committed, start, end)
