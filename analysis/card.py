@@ -13,9 +13,10 @@ Support and uncertainty names the interval method and the number of seeds, with 
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from jaxcredit.credit_arms import credit_arm
-from jaxcredit.rundir_io import REGIME_BUDGET_COUNTERS, RENAMED_REGIMES
+from jaxcredit.rundir_io import REGIME_BUDGET_COUNTERS, RENAMED_REGIMES, read_json
 from jaxcredit.stats import INTERVAL_METHOD, interval_description
 
 FIELDS = ("unit_and_estimand", "effective_state", "intervention_provenance", "downstream_protocol",
@@ -179,13 +180,26 @@ def card_for_config(config: dict, *, subject: str, regimes: dict | None = None,
                     optimization_interface=_interface(config))
 
 
-def cards_for_sweep(spec: dict) -> list[CAIDCard]:
-    """One card per arm of a sweep (its `sweep_spec.json` as a dict)."""
+def _run_config(path: str | None, arm: str, regimes: list) -> dict:
+    """The arm's full config as one of its runs wrote it (`<path>/<regime>/<arm>/config.json`, first
+    regime that has one), or `{}`: a sweep's spec holds only the fields it sets, not the defaults."""
+    for regime in regimes if path else ():
+        config_path = os.path.join(path, regime, arm, "config.json")
+        if os.path.exists(config_path):
+            return read_json(config_path)
+    return {}
+
+
+def cards_for_sweep(spec: dict, path: str | None = None) -> list[CAIDCard]:
+    """One card per arm of a sweep (its `sweep_spec.json` as a dict). With the sweep directory
+    `path`, each card reads its arm's full config from a run of that arm (every default included,
+    e.g. the gradient clip), else from the spec's base and arm fields alone."""
     cards = []
     arms = spec.get("arms", {})
     order = [arm for arm in spec.get("arm_order", []) if arm in arms] or list(arms)
+    run_regimes = [r for r in (spec.get("regimes") or list(spec.get("budgets", {}))) if r != "matched"]
     for arm, fields in ((arm, arms[arm]) for arm in order):
-        config = {**spec.get("base", {}), **fields}
+        config = {**_run_config(path, arm, run_regimes), **spec.get("base", {}), **fields}
         if spec.get("num_seeds") is not None:
             config["num_seeds"] = spec["num_seeds"]
         cards.append(card_for_config(config, subject=f"sweep {spec.get('name', '?')} / arm {arm}",

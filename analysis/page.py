@@ -313,7 +313,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     lines += _spend_lines(spend, accounts)
     audit_lines, audits = _audit_lines(path, files, link, run_dir_text)
     lines += audit_lines
-    cards = cards_for_sweep(spec)
+    cards = cards_for_sweep(spec, path)
     _write_json(os.path.join(files, "card.json"), [card.to_dict() for card in cards])
     _write_json(os.path.join(files, "sweep_spec.json"), spec)
     lines += ["## CA-ID cards", "", cards_markdown(cards)]

@@ -97,7 +97,7 @@ def _sweep_report(path: str) -> str:
         lines += [f"### Regime: {regime} ({regime_meaning(regime)})", ""]
         lines += curve_plots(path, runs, prefix=f"{regime}-", title=f"{regime} regime")
     lines += predictor_sections({f"{regime}/{arm}": run for regime, runs in cells.items() for arm, run in runs.items()})
-    lines += ["## CA-ID cards", ""] + _write_cards(path, cards_for_sweep(spec))
+    lines += ["## CA-ID cards", ""] + _write_cards(path, cards_for_sweep(spec, path))
     return _finish(path, "\n".join(lines))
 
 

@@ -107,6 +107,9 @@ def test_page_numbers_match_the_run_directory(regenerated):
     assert "| machine | vm: " in page and "2 CPU(s) usable" in page
     audit = json.loads((DATA / "tiny-sweep/audits/attempts-mc/audit.json").read_text())
     assert f"| states (one per episode) | {audit['num_states']} |" in page
+    # the cards read each arm's full config from its runs: defaults the spec does not set are shown as run
+    clip = json.loads((DATA / "tiny-sweep/attempts/mc/config.json").read_text())["max_grad_norm"]
+    assert page.count(f"gradient norm clip {clip}") == 2 and "gradient norm clip None" not in page
     summary = json.loads((regenerated / "tiny-sweep-page/tiny-sweep/summary.json").read_text())
     assert summary["cells"]["attempts/mc"]["measures"]["final_success"] == [r["success_greedy"] for r in mc]
 
