@@ -9,7 +9,8 @@ and dates (from the cells' `timing.json`, `jaxcredit.timing`; "not recorded" for
 before it) and the study's size; then the paired table per regime (`jaxcredit.comparison`, the
 same code as the sweep's `table.md`), the first evaluation at which each cell reached a success
 threshold, the learning curves against main attempts and total environment steps, each cell's
-spend by ledger account, the audits found under `SWEEP_DIR/audits/<name>/audit.json` and the
+spend by ledger account, how each cell's policies act at the last evaluation (action-type rates,
+episode length, sampled success), the audits found under `SWEEP_DIR/audits/<name>/audit.json` and the
 CA-ID cards. Only finished cells (`summary.json`) count; the page names the others.
 
 The reading of the numbers cannot be generated: the page keeps the hand-written block between
@@ -152,13 +153,30 @@ def _accounts(rows_by_cell: dict) -> list:
     return list(ACCOUNTS) + sorted(found - set(ACCOUNTS))
 
 
-def cell_spend(rows: list, accounts: list) -> dict:
-    """Means over seeds, at each seed's last evaluation, of the main attempts, total env steps and
-    each account's env steps and policy evaluations (`<account>_env_steps`, `<account>_policy_evals`)."""
+def _last_rows(rows: list) -> dict:
+    """`{seed_index: row}`: each seed's row at its last evaluation."""
     last = {}
     for row in rows:
         if row["seed_index"] not in last or row["eval_index"] > last[row["seed_index"]]["eval_index"]:
             last[row["seed_index"]] = row
+    return last
+
+
+def cell_behaviour(rows: list) -> dict:
+    """Means over seeds, at each seed's last evaluation, of how the policy acts in the sampled
+    evaluation episodes: `action_rate/<type>` (share of live steps choosing each action type; the
+    mean over families, not the per-family keys), `episode_length` and `success_sampled`. Keys the
+    rows lack are left out (`{}` for rows without them)."""
+    last = list(_last_rows(rows).values())
+    keys = [k for k in (last[0] if last else {}) if k.startswith("action_rate/") and k.count("/") == 1]
+    keys += [k for k in ("episode_length", "success_sampled") if last and k in last[0]]
+    return {key: float(np.mean([float(r[key]) for r in last])) for key in keys}
+
+
+def cell_spend(rows: list, accounts: list) -> dict:
+    """Means over seeds, at each seed's last evaluation, of the main attempts, total env steps and
+    each account's env steps and policy evaluations (`<account>_env_steps`, `<account>_policy_evals`)."""
+    last = _last_rows(rows)
     keys = ["main_episodes", "total_env_steps"] + [f"{a}_{kind}" for a in accounts for kind in ("env_steps",
                                                                                                  "policy_evals")]
     return {key: float(np.mean([float(r.get(key, 0)) for r in last.values()])) for key in keys}
@@ -247,6 +265,28 @@ def _spend_lines(spend: dict, accounts: list) -> list:
     return lines
 
 
+def _behaviour_lines(behaviour: dict) -> list:
+    """Per regime, a table of `cell_behaviour` per cell (nothing when no cell has action rates)."""
+    if not any(b for cells in behaviour.values() for b in cells.values()):
+        return []
+    lines = ["## How the policies act at the last evaluation", "",
+             "Means over seeds at each run's last evaluation, from the sampled evaluation episodes (the policy's own "
+             "distribution, every evaluation family together): the share of live steps choosing each action type, "
+             "the mean episode length in turns, and sampled success (the tables above use greedy success).", ""]
+    for regime, cells in behaviour.items():
+        keys = list(dict.fromkeys(k for b in cells.values() for k in b))
+        if not keys:
+            continue
+        header = [k.split("/", 1)[1] if k.startswith("action_rate/") else k.replace("_", " ") for k in keys]
+        lines += [f"### Regime: {regime}", "", "| cell | " + " | ".join(header) + " |",
+                  "| --- |" + " --- |" * len(keys)]
+        for cell, b in cells.items():
+            values = [_number(b.get(k), ".2f" if k == "episode_length" else ".3f") for k in keys]
+            lines.append(f"| {cell} | " + " | ".join(values) + " |")
+        lines.append("")
+    return lines
+
+
 def _audit_lines(path: str, files: str, link: str, run_dir_text: str) -> tuple[list, list]:
     found = sorted(glob.glob(os.path.join(path, "audits", "*", "audit.json")))
     lines = ["## Audits of the trained policies", ""]
@@ -293,6 +333,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     accounts = _accounts(rows)
     reach = {r: {name: first_reach(rows[f"{r}/{name}"], threshold) for name in runs} for r, runs in cells.items()}
     spend = {r: {name: cell_spend(rows[f"{r}/{name}"], accounts) for name in runs} for r, runs in cells.items()}
+    behaviour = {r: {name: cell_behaviour(rows[f"{r}/{name}"]) for name in runs} for r, runs in cells.items()}
     lines = [f"# Results: {spec.get('name', os.path.basename(path))}", "",
              f"<!-- Generated by `{command}`: edit only between the reading markers, the rest is rewritten. -->", "",
              f"Regenerate this page: `{command}`", ""]
@@ -311,6 +352,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
         lines += [f"### Regime: {regime} ({regime_meaning(regime)})", ""]
         lines += curve_plots(files, runs, prefix=f"{regime}-", title=f"{regime} regime", link_prefix=link)
     lines += _spend_lines(spend, accounts)
+    lines += _behaviour_lines(behaviour)
     audit_lines, audits = _audit_lines(path, files, link, run_dir_text)
     lines += audit_lines
     cards = cards_for_sweep(spec, path)
@@ -321,7 +363,8 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     _write_json(os.path.join(files, "summary.json"), {
         "sweep": spec.get("name"), "regenerate": command, "threshold": threshold, "timing": timing,
         "cells": {name: {"measures": measures[name], "spend": spend[name.split("/")[0]][name.split("/", 1)[1]],
-                         "threshold": reach[name.split("/")[0]][name.split("/", 1)[1]]} for name in rows},
+                         "threshold": reach[name.split("/")[0]][name.split("/", 1)[1]],
+                         "behaviour": behaviour[name.split("/")[0]][name.split("/", 1)[1]]} for name in rows},
         "not_finished": missing, "comparison": comparison, "audits": audits})
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -107,6 +107,12 @@ def test_page_numbers_match_the_run_directory(regenerated):
     assert "| machine | vm: " in page and "2 CPU(s) usable" in page
     audit = json.loads((DATA / "tiny-sweep/audits/attempts-mc/audit.json").read_text())
     assert f"| states (one per episode) | {audit['num_states']} |" in page
+    # how the policies act: each action type's rate, the mean over seeds at the last evaluation, by hand
+    rates = {t: _mean(r[f"action_rate/{t}"] for r in mc) for t in ("select", "submit", "unselect")}
+    length = _mean(r["episode_length"] for r in mc)
+    assert abs(sum(rates.values()) - 1) < 1e-5
+    assert (f"| mc | {rates['select']:.3f} | {rates['submit']:.3f} | {rates['unselect']:.3f} | {length:.2f} | "
+            f"{_mean(r['success_sampled'] for r in mc):.3f} |") in page
     # the cards read each arm's full config from its runs: defaults the spec does not set are shown as run
     clip = json.loads((DATA / "tiny-sweep/attempts/mc/config.json").read_text())["max_grad_norm"]
     assert page.count(f"gradient norm clip {clip}") == 2 and "gradient norm clip None" not in page
