@@ -58,10 +58,10 @@ PRESETS: dict[str, SweepSpec] = {
         arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4},
               "exact": {"credit": "exact"}, "critic": {"credit": "critic"}},
         budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
-        cpu_minutes="attempts measured: 1h38m of training segments (2026-12-01, 2-core CPU, a second study "
-                    "running beside it; cells: outcome 12m, mc 52m, exact 21m, critic 13m); fixed-steps: outcome's "
-                    "4M env steps about 1h45m at the rate seen, the label arms ~40m more (estimate); matched: "
-                    "outcome to exact's ~23M env steps, about 8-10 hours at that rate (estimate)",
+        cpu_minutes="measured 2026-12-01 on the 2-core CPU, a second study or audits running beside it: attempts "
+                    "1h38m of training segments (outcome 12m, mc 52m, exact 21m, critic 13m), fixed-steps 3h09m of "
+                    "cells' wall time (outcome 1h46m, critic 1h07m, mc 12m, exact 4m); matched: outcome to exact's "
+                    "~23M env steps, about 8-10 hours at fixed-steps outcome's rate (estimate)",
     ),
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
