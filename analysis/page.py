@@ -362,9 +362,9 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     measures = {name: seed_measures(r) for name, r in rows.items()}
     _write_json(os.path.join(files, "summary.json"), {
         "sweep": spec.get("name"), "regenerate": command, "threshold": threshold, "timing": timing,
-        "cells": {name: {"measures": measures[name], "spend": spend[name.split("/")[0]][name.split("/", 1)[1]],
-                         "threshold": reach[name.split("/")[0]][name.split("/", 1)[1]],
-                         "behaviour": behaviour[name.split("/")[0]][name.split("/", 1)[1]]} for name in rows},
+        "cells": {f"{r}/{cell}": {"measures": measures[f"{r}/{cell}"], "spend": spend[r][cell],
+                                  "threshold": reach[r][cell], "behaviour": behaviour[r][cell]}
+                  for r, cell in (name.split("/", 1) for name in rows)},
         "not_finished": missing, "comparison": comparison, "audits": audits})
     return "\n".join(lines).rstrip("\n") + "\n"
 
