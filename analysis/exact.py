@@ -3,7 +3,7 @@
 `exact_step_values` solves each episode's problem under the reference policy
 (`jaxcredit.solver_values.reference_values`: `"policy"`, the given network or `PolicyFn`,
 evaluated at the positions reached from the start, a chunk's problems sharing the network calls
-(`network_policy_probs_batch`); `"uniform"`; `"optimal"`) and gathers, for
+(`network_values_batch`); `"uniform"`; `"optimal"`) and gathers, for
 every step `t`, `V(s_t)`, `Q(s_t, ·)` and the value of a refusal. `exact_credit` turns them into
 the counterfactual credit of the action actually taken, `Δ_t = Q(s_t, a_t) − V(s_t)`. Problems
 are solved in fixed-size chunks (one compile), so a large environment's graphs (arithmetic: ~25 MB
@@ -25,7 +25,7 @@ from jaxcredit import solver
 from jaxcredit.env import Environment
 from jaxcredit.policy_fn import PolicyFn, uniform_policy_fn
 from jaxcredit.rollout import Trajectory
-from jaxcredit.solver_values import network_policy_probs_batch, reference_values
+from jaxcredit.solver_values import network_values_batch, reference_values
 
 REFERENCE_POLICIES = ("policy", "uniform", "optimal")
 
@@ -37,8 +37,7 @@ def _chunk_values(env: Environment, policy_fn: PolicyFn, params: Any, problems: 
     graphs = jax.vmap(lambda p: solver.build_graph(env, p))(problems)
     if reference == "policy":  # the chunk's distinct network rows share the network calls
         starts = jax.vmap(lambda p: solver.start_position(env, p))(problems)
-        probs, _ = network_policy_probs_batch(env, problems, graphs, policy_fn, params, horizon=horizon, starts=starts)
-        values = jax.vmap(lambda g, p: solver.evaluate_policy(g, p, horizon=horizon))(graphs, probs)
+        values, _ = network_values_batch(env, problems, graphs, policy_fn, params, horizon=horizon, starts=starts)
     else:
         values = jax.vmap(lambda p, g: reference_values(env, p, policy=reference, horizon=horizon, graph=g)[0])(
             problems, graphs)

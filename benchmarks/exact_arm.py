@@ -1,7 +1,8 @@
 """Part of `jaxcredit bench solver`: the exact credit arm's values, network where needed vs everywhere.
 
 Ours: what the trainer's `exact` arm and the audits compute
-(`jaxcredit.solver_values.network_policy_probs_batch`, then the backward induction): the network
+(`jaxcredit.solver_values.network_values_batch`: `network_policy_probs_batch`, then the backward
+induction): the network
 evaluated once per distinct observation of the positions reached from each problem's start, every
 problem's rows packed into shared chunks. Baseline: the same graph and the same backward induction with
 the network evaluated at every position slot of the graph (`num_positions` per problem), which is
@@ -23,7 +24,7 @@ from jaxcredit import solver
 from jaxcredit.benchmarks.common import time_interleaved
 from jaxcredit.policy import PolicyConfig, make_policy
 from jaxcredit.policy_fn import action_probabilities
-from jaxcredit.solver_values import network_policy_probs_batch
+from jaxcredit.solver_values import network_values_batch
 
 
 def bench_exact_arm(env, *, label: str, num_problems: int, repeats: int) -> dict:
@@ -41,9 +42,8 @@ def bench_exact_arm(env, *, label: str, num_problems: int, repeats: int) -> dict
     @jax.jit
     def reached(params, problems):
         graphs, starts = graphs_and_starts(problems)
-        probs, evals = network_policy_probs_batch(env, problems, graphs, policy_fn, params, horizon=horizon,
-                                                  starts=starts)
-        values = jax.vmap(lambda g, p: solver.evaluate_policy(g, p, horizon=horizon))(graphs, probs)
+        values, evals = network_values_batch(env, problems, graphs, policy_fn, params, horizon=horizon,
+                                             starts=starts)
         return values, evals, jax.vmap(solver.positions_reached)(graphs, starts)
 
     @jax.jit

@@ -62,7 +62,7 @@ from jaxcredit.predictor import (
     visited_states,
 )
 from jaxcredit.rollout import Trajectory, branch_returns
-from jaxcredit.solver_values import network_policy_probs_batch, reference_values
+from jaxcredit.solver_values import network_values_batch, reference_values
 
 
 class CreditContext(NamedTuple):
@@ -199,9 +199,8 @@ def exact_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key
     env, c = context.env, context.config
     graphs, starts, counts = _graphs(env, problems)
     # the problems' distinct rows share the network's chunks (what reference_values does one problem at a time)
-    probs, evals = network_policy_probs_batch(env, problems, graphs, context.policy_fn, context.params,
-                                              horizon=env.max_turns, starts=starts)
-    values = jax.vmap(lambda g, p: solver.evaluate_policy(g, p, horizon=env.max_turns))(graphs, probs)
+    values, evals = network_values_batch(env, problems, graphs, context.policy_fn, context.params,
+                                         horizon=env.max_turns, starts=starts)
     counts = counts.replace(policy_evals=evals)
     return CreditResult(solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem), None,
                         {"label": counts}, solver_menu_values(trajectory, values, group_size=c.attempts_per_problem))

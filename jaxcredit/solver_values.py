@@ -167,6 +167,21 @@ def network_policy_probs_batch(env: Environment, problems: Any, graphs: Graph, p
     return jnp.broadcast_to(probs, (num_problems, horizon + 1, num_positions, num_actions)), evals
 
 
+def network_values_batch(env: Environment, problems: Any, graphs: Graph, policy_fn: PolicyFn, params: Any, *,
+                         horizon: int, starts: jax.Array | None = None,
+                         chunk_size: int = NETWORK_CHUNK) -> tuple[Values, jax.Array]:
+    """`(values, policy_evals)`: `reference_values(policy="network")` of `P` problems at once.
+
+    `values` is `Values` with a leading axis `[P]` (`v [P, T + 1, S]`, `q [P, T + 1, S, A]`), the
+    network's probabilities from `network_policy_probs_batch` (all problems' rows in shared chunks;
+    `starts` int32 `[P]`, None: every valid position) and the backward induction per problem;
+    `policy_evals` int32 `[]` is the rows evaluated over all problems.
+    """
+    probs, evals = network_policy_probs_batch(env, problems, graphs, policy_fn, params, horizon=horizon,
+                                              starts=starts, chunk_size=chunk_size)
+    return jax.vmap(lambda g, p: evaluate_policy(g, p, horizon=horizon))(graphs, probs), evals
+
+
 def network_policy_probs(env: Environment, problem: Any, graph: Graph, policy_fn: PolicyFn, params: Any, *,
                          horizon: int, start: jax.Array | None = None,
                          chunk_size: int = NETWORK_CHUNK) -> tuple[jax.Array, jax.Array]:

@@ -339,13 +339,22 @@ def test_network_policy_probs_batch_shares_chunks_across_problems(small):
             problems, graphs, starts)
         batch = solver_values.network_policy_probs_batch(env, problems, graphs, _linear_policy, params,
                                                          horizon=HORIZON, starts=starts, chunk_size=5)
-        return one, batch
+        # the values: one problem at a time as `reference_values` gives them vs all at once
+        one_values = jax.vmap(lambda p, g: solver_values.reference_values(
+            env, p, policy="network", horizon=HORIZON, policy_fn=_linear_policy, params=params, graph=g)[0])(
+            problems, graphs)
+        batch_values = solver_values.network_values_batch(env, problems, graphs, _linear_policy, params,
+                                                          horizon=HORIZON, starts=starts, chunk_size=5)
+        return one, batch, one_values, batch_values
 
     for variant in (env, MadWithClock(**env.config())):
-        (probs, evals), (batch_probs, batch_evals) = both(variant, problems)
+        (probs, evals), (batch_probs, batch_evals), one_values, (batch_values, value_evals) = both(variant, problems)
         np.testing.assert_allclose(batch_probs, probs, rtol=1e-6, atol=1e-7)
         assert int(batch_evals) == int(evals.sum()) and int(batch_evals) > 2 * 5
         assert float(np.asarray(probs).sum()) > 0
+        np.testing.assert_allclose(batch_values.q, one_values.q, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(batch_values.v, one_values.v, rtol=1e-5, atol=1e-6)
+        assert int(value_evals) == int(batch_evals) and float(np.abs(np.asarray(one_values.q)).sum()) > 0
 
 
 def test_bench_exact_arm_values_agree_where_needed(small):
