@@ -166,11 +166,12 @@ def cell_behaviour(rows: list) -> dict:
     """Means over seeds, at each seed's last evaluation, of how the policy acts in the sampled
     evaluation episodes: `action_rate/<type>` (share of live steps choosing each action type; the
     mean over families, not the per-family keys), `episode_length` and `success_sampled`. Keys the
-    rows lack are left out (`{}` for rows without them)."""
+    rows lack are left out (`{}` for rows without them); `seeds` is n, the seeds averaged."""
     last = list(_last_rows(rows).values())
     keys = [k for k in (last[0] if last else {}) if k.startswith("action_rate/") and k.count("/") == 1]
     keys += [k for k in ("episode_length", "success_sampled") if last and k in last[0]]
-    return {key: float(np.mean([float(r[key]) for r in last])) for key in keys}
+    means = {key: float(np.mean([float(r[key]) for r in last])) for key in keys}
+    return {"seeds": len(last), **means} if means else {}
 
 
 def cell_spend(rows: list, accounts: list) -> dict:
@@ -270,19 +271,19 @@ def _behaviour_lines(behaviour: dict) -> list:
     if not any(b for cells in behaviour.values() for b in cells.values()):
         return []
     lines = ["## How the policies act at the last evaluation", "",
-             "Means over seeds at each run's last evaluation, from the sampled evaluation episodes (the policy's own "
+             "Means over the n seeds at each run's last evaluation, from the sampled evaluation episodes (the policy's own "
              "distribution, every evaluation family together): the share of live steps choosing each action type, "
              "the mean episode length in turns, and sampled success (the tables above use greedy success).", ""]
     for regime, cells in behaviour.items():
-        keys = list(dict.fromkeys(k for b in cells.values() for k in b))
+        keys = list(dict.fromkeys(k for b in cells.values() for k in b if k != "seeds"))
         if not keys:
             continue
         header = [k.split("/", 1)[1] if k.startswith("action_rate/") else k.replace("_", " ") for k in keys]
-        lines += [f"### Regime: {regime}", "", "| cell | " + " | ".join(header) + " |",
-                  "| --- |" + " --- |" * len(keys)]
+        lines += [f"### Regime: {regime}", "", "| cell | n | " + " | ".join(header) + " |",
+                  "| --- | --- |" + " --- |" * len(keys)]
         for cell, b in cells.items():
             values = [_number(b.get(k), ".2f" if k == "episode_length" else ".3f") for k in keys]
-            lines.append(f"| {cell} | " + " | ".join(values) + " |")
+            lines.append(f"| {cell} | {b.get('seeds', 'n/a')} | " + " | ".join(values) + " |")
         lines.append("")
     return lines
 
