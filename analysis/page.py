@@ -271,8 +271,9 @@ def _behaviour_lines(behaviour: dict) -> list:
     if not any(b for cells in behaviour.values() for b in cells.values()):
         return []
     lines = ["## How the policies act at the last evaluation", "",
-             "Means over the n seeds at each run's last evaluation, from the sampled evaluation episodes (the policy's own "
-             "distribution, every evaluation family together): the share of live steps choosing each action type, "
+             "Means over the n seeds at each run's last evaluation, from the sampled evaluation episodes (the "
+             "policy's own distribution, every evaluation family together): the share of live steps choosing each "
+             "action type, "
              "the mean episode length in turns, and sampled success (the tables above use greedy success).", ""]
     for regime, cells in behaviour.items():
         keys = list(dict.fromkeys(k for b in cells.values() for k in b if k != "seeds"))

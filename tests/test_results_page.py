@@ -111,8 +111,8 @@ def test_page_numbers_match_the_run_directory(regenerated):
     rates = {t: _mean(r[f"action_rate/{t}"] for r in mc) for t in ("select", "submit", "unselect")}
     length = _mean(r["episode_length"] for r in mc)
     assert abs(sum(rates.values()) - 1) < 1e-5
-    assert (f"| mc | {len(mc)} | {rates['select']:.3f} | {rates['submit']:.3f} | {rates['unselect']:.3f} | {length:.2f} | "
-            f"{_mean(r['success_sampled'] for r in mc):.3f} |") in page
+    assert (f"| mc | {len(mc)} | {rates['select']:.3f} | {rates['submit']:.3f} | {rates['unselect']:.3f} | "
+            f"{length:.2f} | {_mean(r['success_sampled'] for r in mc):.3f} |") in page
     # the cards read each arm's full config from its runs: defaults the spec does not set are shown as run
     clip = json.loads((DATA / "tiny-sweep/attempts/mc/config.json").read_text())["max_grad_norm"]
     assert page.count(f"gradient norm clip {clip}") == 2 and "gradient norm clip None" not in page
