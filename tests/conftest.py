@@ -8,6 +8,9 @@ processes and every subprocess they launch (they inherit the environment):
 - a persistent compilation cache in a fresh temporary directory, shared by the xdist workers and
   the subprocesses of one session and removed at its end: a program compiled twice (the same
   tiny trainer built by two tests, a CLI subprocess repeating an in-process program) compiles once.
+- `RAY_worker_niceness=0`: Ray runs its workers at niceness 15 by default, so beside the other
+  xdist worker (niceness 0) the Ray test's workers got a few percent of a core: importing jax and
+  jaxcredit took them ~47 s instead of ~4 s, and that one test ran 230-300 s.
 Set `JAXCREDIT_TEST_FULL_XLA=1` to run the suite with XLA's default optimisation and no cache.
 """
 
@@ -25,6 +28,7 @@ if not os.environ.get("JAXCREDIT_TEST_FULL_XLA"):
         os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="jaxcredit-test-xla-cache-")
         os.environ["JAXCREDIT_TEST_OWNS_CACHE"] = os.environ["JAX_COMPILATION_CACHE_DIR"]
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
+os.environ.setdefault("RAY_worker_niceness", "0")
 
 from jaxcredit.envs import make, make_reference  # noqa: E402  (after the XLA settings above)
 
