@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from jaxcredit import rundir_io
@@ -130,6 +131,48 @@ def test_an_exception_at_a_file_operation_then_resume(at, reference_run, tmp_pat
     assert os.path.exists(os.path.join(out, LOCK_NAME))  # left behind, as a killed process leaves it
     run_training(CONFIG, out, resume=True, progress=False)
     assert_same_run(out, reference, summary, at)
+
+
+def test_checkpoints_inside_a_segment_resume_to_the_uninterrupted_run(reference_run, tmp_path):
+    """`checkpoint_seconds=0`: each call of the segment program is one iteration, each followed by
+    a checkpoint inside the segment (`latest-0-K`). Cutting the segment changes no number, and a
+    crash before any file operation after such a checkpoint resumes from it to the same run."""
+    reference, summary, _ = reference_run
+    snapshots = Snapshots(tmp_path / "split", tmp_path / "snapshots")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rundir_io, "before_file_operation", snapshots)
+        assert run_training(CONFIG, str(tmp_path / "split"), progress=False, checkpoint_seconds=0) == summary
+    assert metrics(tmp_path / "split") == metrics(reference)
+    parts = [path for kind, path in snapshots.ops if kind == "checkpoint" and path.startswith("checkpoints/latest-0-")]
+    assert parts == ["checkpoints/latest-0-1", "checkpoints/latest-0-2"]  # 2 iterations of 32 episodes
+    resumed = 0
+    for i, copy in enumerate(snapshots.copies):
+        pointer = os.path.join(copy or "", "checkpoints", "latest.json")
+        if not copy or not os.path.exists(pointer) or "segment_part" not in read_json(pointer):
+            continue  # states without a checkpoint inside a segment: the test above
+        info = read_json(pointer)
+        assert info["directory"] == f"latest-0-{info['segment_part']}" and info["segment_seconds"] >= 0
+        out = shutil.copytree(copy, str(tmp_path / f"resumed-{i:03d}"), symlinks=True)
+        run_training(CONFIG, out, resume=True, progress=False)
+        assert_same_run(out, reference, summary, f"crash before operation {i}: {snapshots.ops[i]}")
+        assert read_jsonl(os.path.join(out, "metrics.jsonl"))[-1]["segment_seconds"] >= info["segment_seconds"]
+        resumed += 1
+    assert resumed >= 6
+
+
+def test_the_pace_sizes_calls_from_the_measured_rate():
+    from jaxcredit.train.driver import FIRST_FRACTION, _Pace
+
+    target, done = np.array([1000, 800]), np.array([0, 400])
+    assert (_Pace(None).next_limits(done, target) == target).all()  # one call per segment
+    pace = _Pace(300.0)  # calls of about STEP_SECONDS = 30 s
+    assert (pace.next_limits(done, target) == done + np.ceil(FIRST_FRACTION * (target - done))).all()
+    pace.observe(np.array([10, 10]), 1.0)  # 20 units/s: 600 units in 30 s, of the 1400 remaining
+    assert (pace.next_limits(done, target) == [429, 572]).all()
+    pace.observe(np.array([100, 0]), 1.0)  # fast enough for the rest in one call
+    assert (pace.next_limits(done, target) == target).all()
+    assert (pace.next_limits(np.array([1000, 900]), target) == target).all()  # nothing left
+    assert not pace.checkpoint_due() and _Pace(0.0).checkpoint_due()
 
 
 def test_resume_refuses_missing_or_torn_metrics_naming_the_file(reference_run, tmp_path):

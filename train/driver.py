@@ -5,7 +5,13 @@ segments that end when the budget counter crosses the next evaluation threshold.
 segment it evaluates, rewrites `metrics.jsonl`, and checkpoints the whole state, so a resumed
 run (`resume=True`) continues from the last segment and produces exactly the metrics of an
 uninterrupted one: every random draw is a function of the seed and the iteration number.
-Ctrl-C lands between segments or inside one; either way the last complete segment is on disk.
+
+A long segment runs in calls of about `STEP_SECONDS` (at most the checkpoint interval), and at
+least every `checkpoint_seconds` (default `CHECKPOINT_SECONDS`) of them the state is checkpointed
+too, inside the segment: a killed run loses at most that much work, the progress bar moves after
+every call, and Ctrl-C is handled when the current call returns. Where a segment is cut changes
+nothing (`Trainer.run_until`: which iterations run depends only on the limits reached), so a run
+resumed from such a checkpoint produces exactly the metrics of an uninterrupted one (tested).
 
 Safety (see `rundir.py`): everything is validated before any work; the directory is locked while
 this process writes it; `config.json` is written first and `summary.json` last, so a process
@@ -44,6 +50,10 @@ from jaxcredit.train.config import MAX_BUDGET, TrainConfig, config_from_dict
 from jaxcredit.train.loop import Trainer, budget_count, make_train
 from jaxcredit.train.rundir import RunDir, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 from jaxcredit.validation import require_float, require_int
+
+CHECKPOINT_SECONDS = 300.0  # inside a long segment, checkpoint at least this often
+STEP_SECONDS = 30.0  # a segment runs in calls of about this long (progress, Ctrl-C), at most the interval
+FIRST_FRACTION = 1 / 8  # the first call of a session, before its pace is known: this much of the segment
 
 
 # ----- several processes (jax.distributed) -------------------------------------------------------
@@ -145,6 +155,45 @@ def summarize(rows: list[dict], num_seeds: int) -> dict:
     return {"seeds": per_seed, "mean": {k: float(np.mean([s[k] for s in per_seed])) for k in keys}}
 
 
+class _Pace:
+    """How far each call of the segment program goes, and when a within-segment checkpoint is due.
+
+    `checkpoint_seconds` None: one call per segment and checkpoints at evaluations only (several
+    processes always run so: the decisions are timed, and every process must make the same calls).
+    Otherwise each call is sized from the measured rate (budget units per second, all seeds) to
+    last about `min(STEP_SECONDS, checkpoint_seconds)`; 0 makes every call one iteration (tests).
+    """
+
+    def __init__(self, checkpoint_seconds: float | None):
+        self.checkpoint_seconds = checkpoint_seconds
+        self.step_seconds = None if checkpoint_seconds is None else min(STEP_SECONDS, checkpoint_seconds)
+        self.rate = None
+        self.last_save = time.monotonic()
+
+    def next_limits(self, done: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """int64 `[N]`: the budget-counter limits of the next call, given each seed's count `done`
+        and the segment's `target` (both `[N]`); `target` itself ends the segment."""
+        remaining = np.maximum(target - done, 0)
+        if self.step_seconds is None or not remaining.any():
+            return target
+        fraction = FIRST_FRACTION if self.rate is None else self.step_seconds * self.rate / remaining.sum()
+        if fraction >= 1:
+            return target
+        step = np.maximum(1, np.ceil(fraction * remaining)).astype(np.int64)
+        return np.where(remaining > 0, np.minimum(done + step, target), target)
+
+    def observe(self, units: np.ndarray, seconds: float) -> None:
+        """A call advanced the seeds by `units` `[N]` in `seconds`."""
+        if seconds > 0 and units.sum() > 0:
+            self.rate = float(units.sum()) / seconds
+
+    def checkpoint_due(self) -> bool:
+        return self.checkpoint_seconds is not None and time.monotonic() - self.last_save >= self.checkpoint_seconds
+
+    def saved(self) -> None:
+        self.last_save = time.monotonic()
+
+
 class _Progress:
     """A tqdm bar on stderr over the budget counter (silent when disabled)."""
 
@@ -187,7 +236,8 @@ def evaluation_schedule(config: TrainConfig, schedule=None) -> np.ndarray:
 
 
 def run_training(config: TrainConfig, out: str, *, resume: bool = False, progress: bool = True,
-                 label: str | None = None, stop_after_evals: int | None = None, schedule=None) -> dict:
+                 label: str | None = None, stop_after_evals: int | None = None, schedule=None,
+                 checkpoint_seconds: float | None = CHECKPOINT_SECONDS) -> dict:
     """Run (or resume) one configuration's seeds into run directory `out`; returns the summary.
 
     Everything is checked before any work: the config against its environment, `out` (a writable
@@ -199,7 +249,8 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
     `config`. `stop_after_evals` ends early after that many evaluations (tests use it to interrupt
     a run). `schedule` (int `[num_seeds, num_evals]`, see `evaluation_schedule`) gives each seed its
     own evaluation points (the last is its budget); it is saved as `schedule.json` before
-    `config.json` and must match on resume.
+    `config.json` and must match on resume. `checkpoint_seconds`: inside a segment, checkpoint
+    at least this often (None: at evaluations only; ignored with several processes).
     """
     run = RunDir(out)
     check_writable_dir(out)
@@ -220,8 +271,9 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
                 return read_json(run.summary_path)
         _sync("jaxcredit-run-checked")  # every process has looked before process 0 writes
         try:
+            pace = _Pace(checkpoint_seconds if jax.process_count() == 1 else None)
             return _train(run, trainer, status, schedule, custom, progress=progress, label=label,
-                          stop_after_evals=stop_after_evals)
+                          stop_after_evals=stop_after_evals, pace=pace)
         finally:
             run.close()
 
@@ -284,6 +336,11 @@ def _check_info(run: RunDir, info: dict, config: TrainConfig) -> None:
     where = f"corrupted checkpoint pointer {run.checkpoint_root}/latest.json"
     require_int(f"{where}: eval_index", info.get("eval_index"), 0, config.num_evals)
     require_float(f"{where}: best_success", info.get("best_success"), -1.0, 1.0)
+    if "segment_part" in info:  # a checkpoint inside the segment after `eval_index`
+        require_int(f"{where}: segment_part", info["segment_part"], 1, 2**31 - 1)
+        require_float(f"{where}: segment_seconds", info.get("segment_seconds"), 0.0, float("inf"))
+        if info["eval_index"] >= config.num_evals:
+            raise ValueError(f"{where}: a checkpoint inside a segment after the last evaluation")
 
 
 def _resumed_rows(run: RunDir, info: dict, state, config: TrainConfig) -> list[dict]:
@@ -314,11 +371,17 @@ def _resumed_rows(run: RunDir, info: dict, state, config: TrainConfig) -> list[d
     if len(kept) != len(wanted) or set(found) != set(wanted):
         raise ValueError(f"{prefix}: {run.metrics_path} holds duplicate or foreign rows up to evaluation {last}")
     iteration, ledger = _to_host((state.iteration, state.ledger))
+    inside = "segment_part" in info  # the state is past evaluation `last`, on its way to the next
     for row in kept:
         if row["eval_index"] == last:
             s = row["seed_index"]
             steps = ledger_to_dict(_seed_slice(ledger, s))["total_env_steps"]
-            if (row.get("iteration"), row.get("total_env_steps")) != (int(iteration[s]), steps):
+            saved, restored = (row.get("iteration"), row.get("total_env_steps")), (int(iteration[s]), steps)
+            if inside:  # the row's counters must not be past the state's
+                mismatch = not all(isinstance(v, int) for v in saved) or any(a > b for a, b in zip(saved, restored))
+            else:
+                mismatch = saved != restored
+            if mismatch:
                 raise ValueError(f"{prefix}: {run.metrics_path} does not match the checkpoint (seed {s} at evaluation "
                                  f"{last}: iteration {row.get('iteration')} vs {int(iteration[s])}, total env steps "
                                  f"{row.get('total_env_steps')} vs {steps})")
@@ -326,7 +389,7 @@ def _resumed_rows(run: RunDir, info: dict, state, config: TrainConfig) -> list[d
 
 
 def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, custom: bool, *, progress: bool,
-           label: str | None, stop_after_evals: int | None) -> dict:
+           label: str | None, stop_after_evals: int | None, pace: _Pace) -> dict:
     """The run itself, under the lock: restore or start, segments, evaluations, checkpoints, finish."""
     config = trainer.config
     info = run.checkpoint_info("latest") if status == "resumable" else None
@@ -358,13 +421,37 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
         start, best = 1, -1.0
         run.save_checkpoint("latest", 0, state, {"eval_index": 0, "best_success": best})
 
+    def counts(state):
+        return _to_host(budget_count(state.ledger, config.budget_counter)).astype(np.int64)
+
+    # a checkpoint inside segment `start`: its part number and the seconds already spent on it
+    part, carried = (info["segment_part"], info["segment_seconds"]) if info and "segment_part" in info else (0, 0.0)
+    success = float(np.mean([r["success_greedy"] for r in rows if r["eval_index"] == start - 1]))
     bar = _Progress(config, label or config.credit, progress)
+    bar.update(int(counts(state).min()), success, int(np.max(_to_host(state.iteration))))
     try:
         for j in range(start, config.num_evals + 1):
             if stop_after_evals is not None and j > stop_after_evals:
                 return {"stopped_after": stop_after_evals}
-            started = time.perf_counter()
-            state = segment(state, *trainer.limits(schedule[:, j - 1]))
+            started = time.perf_counter() - carried
+            target = schedule[:, j - 1]
+            while True:  # the segment, in calls sized by `pace`; `target` itself ends it
+                done = counts(state)
+                limits = pace.next_limits(done, target)
+                called = time.perf_counter()
+                state = segment(state, *trainer.limits(limits))
+                after = counts(state)
+                pace.observe(after - done, time.perf_counter() - called)
+                if np.array_equal(limits, target):
+                    break
+                bar.update(int(after.min()), success, int(np.max(_to_host(state.iteration))))
+                if pace.checkpoint_due():
+                    part += 1
+                    run.save_checkpoint("latest", j - 1, state, {
+                        "eval_index": j - 1, "best_success": best, "segment_part": part,
+                        "segment_seconds": round(time.perf_counter() - started, 3)}, part=part)
+                    pace.saved()
+            part, carried = 0, 0.0
             metrics = evaluate(state.params)
             new_rows = _metric_rows(j, metrics, state)
             for r in new_rows:
@@ -380,8 +467,8 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
                 run.save_checkpoint("best", j, state.params, {"eval_index": j, "validation_success_greedy": chosen_on,
                                                               "success_greedy": success})
             run.save_checkpoint("latest", j, state, {"eval_index": j, "best_success": best})
-            done = int(np.min(_to_host(budget_count(state.ledger, config.budget_counter))))
-            bar.update(done, success, int(np.max(_to_host(state.iteration))))
+            pace.saved()
+            bar.update(int(counts(state).min()), success, int(np.max(_to_host(state.iteration))))
     finally:
         bar.close()
 

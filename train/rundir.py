@@ -94,20 +94,21 @@ class RunDir:
     def _pointer(self, name: str) -> str:
         return os.path.join(self.checkpoint_root, f"{name}.json")
 
-    def save_checkpoint(self, name: str, index: int, state: Any, info: dict) -> None:
+    def save_checkpoint(self, name: str, index: int, state: Any, info: dict, *, part: int | None = None) -> None:
         """Save `state` (any pytree of arrays) as checkpoint `name` (`latest` or `best`).
 
-        The checkpoint lands in `checkpoints/{name}-{index}`; then `{name}.json` is pointed at
-        it; then the older `{name}-*` directories are removed.
+        The checkpoint lands in `checkpoints/{name}-{index}` (`{name}-{index}-{part}` for part
+        `part` of the segment after evaluation `index`); then `{name}.json` is pointed at it; then
+        the older `{name}-*` directories are removed.
         """
-        target = os.path.join(self.checkpoint_root, f"{name}-{index}")
+        target = os.path.join(self.checkpoint_root, f"{name}-{index}" + ("" if part is None else f"-{part}"))
         writer = jax.process_index() == 0
         if writer:
             rundir_io.remove_path(target)
         if jax.process_count() > 1:
             from jax.experimental import multihost_utils
 
-            multihost_utils.sync_global_devices(f"jaxcredit-checkpoint-{name}-{index}")
+            multihost_utils.sync_global_devices(f"jaxcredit-checkpoint-{os.path.basename(target)}")
         if writer:
             rundir_io.before_file_operation("checkpoint", target)
         self.checkpointer.save(target, state)
@@ -130,8 +131,9 @@ class RunDir:
         except (OSError, ValueError) as error:
             raise ValueError(f"corrupted checkpoint pointer {pointer}: {error}") from None
         directory = info.get("directory") if isinstance(info, dict) else None
-        if not isinstance(directory, str) or not re.fullmatch(rf"{name}-[0-9]+", directory, re.ASCII):
-            raise ValueError(f"corrupted checkpoint pointer {pointer}: 'directory' must be {name}-N, got {directory!r}")
+        if not isinstance(directory, str) or not re.fullmatch(rf"{name}-[0-9]+(-[0-9]+)?", directory, re.ASCII):
+            raise ValueError(f"corrupted checkpoint pointer {pointer}: 'directory' must be {name}-N or {name}-N-K, "
+                             f"got {directory!r}")
         return info
 
     def restore_checkpoint(self, name: str, like: Any) -> tuple[Any, dict]:
