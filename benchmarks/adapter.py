@@ -10,7 +10,13 @@ For each environment (default MAD and arithmetic) and batch size B, side by side
 - `adapter one_hot`: the same with the adapter's default encoding (float32 `[L * V]`): what an
   MLP trainer pays, encoding included;
 - `fresh` (not with `--quick`; at B = 4,096 only): the adapter with `reset_pool=0`, a fresh
-  `env.sample_problem` draw on every step (the behaviour before the pool; timed once, it is slow).
+  `env.sample_problem` draw on every step (the behaviour before the pool; timed once, it is slow);
+- `raw carried` and `adapter carried`: `raw` and `adapter` with each step's random action computed
+  at the end of the previous step and carried through the scan, so it reaches the step as a
+  finished array, as a trainer's policy output does. Computed inside the step, XLA recomputes the
+  benchmark policy's legal-action search in each fusion that reads the action (more of them in the
+  adapter's step), which is part of what `adapter / raw` measures; `carried` / `carried` is the
+  reset's price without that.
 
 Each side runs T = 2 x `max_turns` steps (so every episode ends and restarts at least once) in one
 jitted `lax.scan`, from the same starting problems, with the same random legal actions (the k-th
@@ -43,43 +49,55 @@ ENVIRONMENTS = ("mad", "arithmetic")
 SEED = 0
 
 
-def _raw_rollout(env: Environment):
-    """Jitted `(states [B], uniforms [T, B], keys [T, B]) -> (states, summary)`."""
+def _scan_rollout(step, observe, carried: bool):
+    """Jitted `(states [B], uniforms [T + 1, B], keys [T, B]) -> (states, summary)` over `T` steps.
 
-    def rollout(states, uniforms, keys):
-        del keys
-
-        def turn(carry, u):
-            states, total = carry
-            action = random_legal_action_jax(states.observation, states.legal_action_mask, u)
-            states = jax.vmap(env.step)(states, action)
-            total = total + states.observation.sum(dtype=jnp.float32) + states.reward.sum() + states.done.sum()
-            return (states, total), None
-
-        (states, total), _ = jax.lax.scan(turn, (states, jnp.zeros((), jnp.float32)), uniforms)
-        return states, total
-
-    return jax.jit(rollout)
-
-
-def _adapter_rollout(adapter, params):
-    """Jitted `(gymnax states [B], uniforms [T, B], keys [T, B]) -> (states, summary)`."""
-    step = jax.vmap(adapter.step, in_axes=(0, 0, 0, None))
+    `step(states, actions, keys) -> (states, observation, reward, ended)`; `observe(states) ->
+    (observation, legal mask)`. Step t takes the k-th legal action of `uniforms[t]`, computed inside
+    the step (`carried=False`) or at the end of step t - 1 and carried (`carried=True`, from the
+    observation and legal mask the previous step returned); `uniforms[T]` is unused.
+    """
 
     def rollout(states, uniforms, keys):
         def turn(carry, inputs):
-            states, total = carry
-            u, step_keys = inputs
-            mask = states.state.legal_action_mask
-            action = random_legal_action_jax(states.state.observation, mask, u)
-            observation, states, reward, terminated, truncated, _ = step(step_keys, states, action, params)
-            total = total + observation.sum(dtype=jnp.float32) + reward.sum() + (terminated | truncated).sum()
-            return (states, total), None
+            states, total, action = carry
+            u, u_next, step_keys = inputs
+            if not carried:
+                action = random_legal_action_jax(*observe(states), u)
+            states, observation, reward, ended = step(states, action, step_keys)
+            total = total + observation.sum(dtype=jnp.float32) + reward.sum() + ended.sum()
+            if carried:
+                action = random_legal_action_jax(*observe(states), u_next)
+            return (states, total, action), None
 
-        (states, total), _ = jax.lax.scan(turn, (states, jnp.zeros((), jnp.float32)), (uniforms, keys))
+        first = random_legal_action_jax(*observe(states), uniforms[0])
+        (states, total, _), _ = jax.lax.scan(turn, (states, jnp.zeros((), jnp.float32), first),
+                                             (uniforms[:-1], uniforms[1:], keys))
         return states, total
 
     return jax.jit(rollout)
+
+
+def _raw_rollout(env: Environment, carried: bool = False):
+    """`_scan_rollout` of `jax.vmap(env.step)` over jaxcredit states `[B]`."""
+
+    def step(states, action, keys):
+        del keys
+        states = jax.vmap(env.step)(states, action)
+        return states, states.observation, states.reward, states.done
+
+    return _scan_rollout(step, lambda states: (states.observation, states.legal_action_mask), carried)
+
+
+def _adapter_rollout(adapter, params, carried: bool = False):
+    """`_scan_rollout` of `jax.vmap(adapter.step)` over gymnax states `[B]`."""
+    batch_step = jax.vmap(adapter.step, in_axes=(0, 0, 0, None))
+
+    def step(states, action, keys):
+        observation, states, reward, terminated, truncated, _ = batch_step(keys, states, action, params)
+        return states, observation, reward, terminated | truncated
+
+    return _scan_rollout(step, lambda states: (states.state.observation, states.state.legal_action_mask), carried)
 
 
 def bench_adapter(name: str, size: int, params, *, repeats: int, fresh: bool) -> dict:
@@ -90,19 +108,21 @@ def bench_adapter(name: str, size: int, params, *, repeats: int, fresh: bool) ->
     env = make(name)
     num_steps = 2 * env.max_turns
     rng = np.random.default_rng(SEED)
-    uniforms = jnp.asarray(rng.integers(0, 2**16, size=(num_steps, size)).astype(np.float32) / 2**16)
+    uniforms = jnp.asarray(rng.integers(0, 2**16, size=(num_steps + 1, size)).astype(np.float32) / 2**16)
     keys = jax.random.split(jax.random.key(SEED), num_steps * size).reshape(num_steps, size)
     start_keys = jax.random.split(jax.random.key(SEED + 1), size)
     raw_states = jax.jit(jax.vmap(env.init))(start_keys)
 
-    sides = {"raw": (_raw_rollout(env), raw_states)}
-    variants = {"adapter": ({"encoding": "tokens"}, params), "adapter one_hot": ({"encoding": "one_hot"}, params)}
+    sides = {"raw": (_raw_rollout(env), raw_states), "raw carried": (_raw_rollout(env, carried=True), raw_states)}
+    variants = {"adapter": ({"encoding": "tokens"}, params, False),
+                "adapter one_hot": ({"encoding": "one_hot"}, params, False),
+                "adapter carried": ({"encoding": "tokens"}, params, True)}
     if fresh:
-        variants["fresh"] = ({"encoding": "tokens", "reset_pool": 0}, None)
+        variants["fresh"] = ({"encoding": "tokens", "reset_pool": 0}, None, False)
     adapter_states = GymnaxState(state=raw_states, time=raw_states.turn)  # the same first episodes
-    for side, (options, side_params) in variants.items():
+    for side, (options, side_params, carried) in variants.items():
         adapter = GymnaxAdapter(env, **options)
-        sides[side] = (_adapter_rollout(adapter, side_params), adapter_states)
+        sides[side] = (_adapter_rollout(adapter, side_params, carried), adapter_states)
 
     def call(side):
         fn, states = sides[side]
@@ -146,18 +166,22 @@ def run(args) -> dict:
             raw = side_rates["raw"]
             ratios[f"{name}:adapter_vs_raw@{size}"] = side_rates["adapter"] / raw
             ratios[f"{name}:adapter_one_hot_vs_raw@{size}"] = side_rates["adapter one_hot"] / raw
+            carried = side_rates["adapter carried"] / side_rates["raw carried"]
+            ratios[f"{name}:adapter_carried_vs_raw_carried@{size}"] = carried
             fresh = side_rates.get("fresh")
             if fresh is not None:
                 ratios[f"{name}:fresh_vs_raw@{size}"] = fresh / raw
             rows.append([name, size, format_rate(raw), format_rate(side_rates["adapter"]),
                          format_rate(side_rates["adapter one_hot"]), "-" if fresh is None else format_rate(fresh),
-                         f"{side_rates['adapter'] / raw:.2f}", f"{side_rates['adapter one_hot'] / raw:.2f}"])
+                         f"{side_rates['adapter'] / raw:.2f}", f"{side_rates['adapter one_hot'] / raw:.2f}",
+                         format_rate(side_rates["raw carried"]), format_rate(side_rates["adapter carried"]),
+                         f"{carried:.2f}"])
     machine = machine_description()
     print_table(
         f"gymnax adapter auto-reset step vs raw vmap(env.step), env steps/s, T = 2 x max_turns, best of "
         f"{repeats} ({machine['cores']} cores, {machine['backend']}, jax {machine['jax']})",
         ["env", "batch", "raw", "adapter (tokens)", "adapter (one_hot)", "fresh draws", "adapter/raw",
-         "one_hot/raw"], rows)
+         "one_hot/raw", "raw (carried)", "adapter (carried)", "carried/carried"], rows)
     return {
         "suite": "adapter",
         "unit": "environment steps per second",

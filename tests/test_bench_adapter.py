@@ -20,11 +20,13 @@ def test_bench_adapter_json(monkeypatch, capsys):
     captured = capsys.readouterr()
     result = json.loads(captured.out)
     rates = result["steps_per_second"]
-    assert set(rates) == {"mad:raw@64", "mad:adapter@64", "mad:adapter_one_hot@64"}
+    assert set(rates) == {"mad:raw@64", "mad:adapter@64", "mad:adapter_one_hot@64", "mad:raw_carried@64",
+                          "mad:adapter_carried@64"}
     assert all(rate > 0 for rate in rates.values())
     assert result["ratios"] == pytest.approx({
         "mad:adapter_vs_raw@64": rates["mad:adapter@64"] / rates["mad:raw@64"],
         "mad:adapter_one_hot_vs_raw@64": rates["mad:adapter_one_hot@64"] / rates["mad:raw@64"],
+        "mad:adapter_carried_vs_raw_carried@64": rates["mad:adapter_carried@64"] / rates["mad:raw_carried@64"],
     })
     assert "gymnax adapter auto-reset step vs raw vmap(env.step)" in captured.err and "mad" in captured.err
     assert result["suite"] == "adapter" and result["machine"]["cores"] >= 1
