@@ -110,6 +110,20 @@ def test_interrupt_keeps_last_segment_and_resume_matches(tmp_path, monkeypatch):
     assert rows_without_timing(tmp_path / "cut") == rows_without_timing(tmp_path / "full")
 
 
+def test_a_resumed_run_s_progress_bar_starts_at_its_count(tmp_path, capsys):
+    """The bar opens at the resumed count, so its rate and time left are this session's, not the
+    whole count over this session's seconds."""
+    config = tiny(num_evals=3, budget=384)
+    run_training(config, str(tmp_path / "run"), progress=False, stop_after_evals=1)
+    done = min(r["main_episodes"] for r in read_jsonl(str(tmp_path / "run" / "metrics.jsonl")) if r["eval_index"] == 1)
+    capsys.readouterr()
+    run_training(config, str(tmp_path / "run"), progress=True, resume=True)
+    shown = capsys.readouterr().err.replace("\r", "\n").splitlines()
+    shown = [line for line in shown if "/384" in line]
+    assert f" {done}/384 [00:00<?" in shown[0], shown[:3]
+    assert "384/384" in shown[-1]
+
+
 def test_equal_env_steps_end_within_one_iteration(tmp_path):
     budget = 20_000
     finals = {}

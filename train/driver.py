@@ -195,17 +195,19 @@ class _Pace:
 
 
 class _Progress:
-    """A tqdm bar on stderr over the budget counter (silent when disabled)."""
+    """A tqdm bar on stderr over the budget counter (silent when disabled). It opens at the first
+    `update`, at the count a resumed run starts from, so its rate and time left count this session."""
 
     def __init__(self, config: TrainConfig, label: str, enabled: bool):
-        self.bar = None
-        if enabled:
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=config.budget, desc=label, unit=" " + config.budget_counter.split("_")[-1],
-                            file=sys.stderr, dynamic_ncols=True, leave=True)
+        self.bar, self.config, self.label, self.enabled = None, config, label, enabled
 
     def update(self, done: int, success: float, iterations: int):
+        if self.enabled and self.bar is None:
+            from tqdm.auto import tqdm
+
+            total = self.config.budget
+            self.bar = tqdm(total=total, initial=min(done, total), desc=self.label, file=sys.stderr,
+                            unit=" " + self.config.budget_counter.split("_")[-1], dynamic_ncols=True, leave=True)
         if self.bar is not None:
             self.bar.n = min(done, self.bar.total)
             self.bar.set_postfix(iters=iterations, success=f"{success:.2f}")
