@@ -107,7 +107,8 @@ def sweep_timing(path: str, regimes: list) -> dict:
     cells, machines, loads, starts, ends = {}, [], [], [], []
     for name, run in _cell_runs(path, regimes).items():
         sessions = read_timing(run)
-        cell = {"sessions": len(sessions), "segment_seconds": round(_segment_seconds(run), 3)}
+        cell = {"sessions": len(sessions), "segment_seconds": round(_segment_seconds(run), 3),
+                "finished": os.path.exists(os.path.join(run, "summary.json"))}
         if sessions:
             cell["wall_seconds"] = round(sum(float(s["wall_seconds"]) for s in sessions), 3)
             for s in sessions:
@@ -122,10 +123,13 @@ def sweep_timing(path: str, regimes: list) -> dict:
     for regime in regimes:
         mine = [c for name, c in cells.items() if name.split("/")[0] == regime]
         regime_totals[regime] = {"cells": len(mine), "recorded_cells": sum("wall_seconds" in c for c in mine),
+                                 "unfinished_recorded_cells": sum("wall_seconds" in c and not c["finished"]
+                                                                  for c in mine),
                                  "wall_seconds": round(sum(c.get("wall_seconds", 0.0) for c in mine), 3),
                                  "segment_seconds": round(sum(c["segment_seconds"] for c in mine), 3)}
     return {"cells": cells, "regimes": regime_totals, "machines": machines,
             "recorded_cells": sum("wall_seconds" in c for c in cells.values()),
+            "unfinished_recorded_cells": sum("wall_seconds" in c and not c["finished"] for c in cells.values()),
             "wall_seconds": round(sum(c.get("wall_seconds", 0.0) for c in cells.values()), 3),
             "first_started": min(starts).strftime(_TIME) if starts else None,
             "last_ended": max(ends).strftime(_TIME) if ends else None,
@@ -199,11 +203,16 @@ def _header_rows(spec: dict, timing: dict, cells_done: int, expected: list, miss
     base = spec.get("base", {})
     seeds = spec.get("num_seeds") or base.get("num_seeds")
     if timing["recorded_cells"]:
+        def unfinished(t):  # a recorded cell without its summary: stopped or still running, its time so far
+            n = t.get("unfinished_recorded_cells", 0)
+            return f"; {n} not finished, {'its' if n == 1 else 'their'} time so far" if n else ""
+
         per_regime = "; ".join(f"{r} {duration_text(t['wall_seconds'])} ({t['recorded_cells']} of {t['cells']} cells "
-                               "recorded)" for r, t in timing["regimes"].items())
+                               f"recorded{unfinished(t)})" for r, t in timing["regimes"].items())
         run_time = (f"{duration_text(timing['wall_seconds'])} in all (the sum of the cells' wall times, each from "
                     f"start to summary, resumes included): {per_regime}")
-        dates = f"{timing['first_started']} to {timing['last_ended']} (UTC; first cell started, last cell ended)"
+        last = "last recorded time of a cell" if timing.get("unfinished_recorded_cells") else "last cell ended"
+        dates = f"{timing['first_started']} to {timing['last_ended']} (UTC; first cell started, {last})"
     else:
         run_time = "not recorded (the sweep predates `timing.json`)"
         dates = "not recorded"

@@ -147,6 +147,25 @@ def test_fresh_page_of_an_older_sweep(tmp_path, capsys, monkeypatch):
         assert _section(text, start, end) == _section(committed, start, end)
 
 
+def test_header_says_which_recorded_cells_have_not_finished(tmp_path):
+    """A cell with time on record but no summary (running, or stopped) is counted with its time so
+    far, and the dates end at the last recorded time, not at a "last cell ended"."""
+    from jaxcredit.analysis.page import _header_rows, sweep_timing
+
+    sweep = tmp_path / "tiny-sweep"
+    shutil.copytree(DATA / "tiny-sweep", sweep)
+    spec = json.loads((sweep / "sweep_spec.json").read_text())
+    regimes = ["attempts", "matched", "fixed-steps"]
+    finished = "\n".join(_header_rows(spec, sweep_timing(str(sweep), regimes), 4, [], []))
+    assert "not finished" not in finished and "(UTC; first cell started, last cell ended) |" in finished
+    os.remove(sweep / "attempts" / "mc" / "summary.json")
+    timing = sweep_timing(str(sweep), regimes)
+    assert timing["regimes"]["attempts"]["unfinished_recorded_cells"] == 1 and timing["unfinished_recorded_cells"] == 1
+    header = "\n".join(_header_rows(spec, timing, 3, [], []))
+    assert "attempts " in header and "(2 of 2 cells recorded; 1 not finished, its time so far)" in header
+    assert "(UTC; first cell started, last recorded time of a cell) |" in header
+
+
 def test_page_refuses_bad_arguments(tmp_path, capsys):
     sweep = str(DATA / "tiny-sweep")
     for argv, message in ((["report", sweep, "--page", str(tmp_path / "page.txt")], "ending in .md"),
