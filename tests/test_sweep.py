@@ -84,6 +84,30 @@ def test_sweep_resume_skips_finished_cells_and_refuses_other_targets(tiny_sweep,
                             regimes=("attempts", "steps")), str(tmp_path / "x"), progress=False)
 
 
+def test_a_matched_view_is_written_once_its_points_are_evaluated(tmp_path):
+    """The label arm with the small totals gets its final view while the shared run goes on; a
+    resume then writes the other, and both equal an uninterrupted run's views."""
+    config = config_from_dict({**TINY, "credit": "outcome"})
+    targets = {"a": [300, 260], "b": [700, 900]}
+    _, stops = matched_schedule(targets, num_seeds=2, num_evals=2)
+    assert stops == [[("a", 1), ("a", 2), ("b", 1), ("b", 2)]] * 2  # a's points all come first
+    full = str(tmp_path / "full")
+    run_matched(config, full, targets=targets, progress=False)
+    out = str(tmp_path / "cut")
+    assert run_matched(config, out, targets=targets, progress=False, stop_after_evals=3) == {"stopped_after": 3}
+    assert os.path.exists(os.path.join(out, "to-a", "summary.json")) and not os.path.exists(os.path.join(out, "to-b"))
+    for name in ("metrics.jsonl", "summary.json", "config.json", "matched.json"):
+        if name == "metrics.jsonl":
+            assert rows_without_timing(os.path.join(out, "to-a")) == rows_without_timing(os.path.join(full, "to-a"))
+        else:
+            assert open(os.path.join(out, "to-a", name)).read() == open(os.path.join(full, "to-a", name)).read(), name
+    views = run_matched(config, out, targets=targets, progress=False, resume=True)
+    assert set(views) == {"a", "b"}
+    for arm in targets:
+        view = f"to-{arm}"
+        assert rows_without_timing(os.path.join(out, view)) == rows_without_timing(os.path.join(full, view))
+
+
 def test_one_shared_matched_run_equals_separate_runs(tmp_path):
     """Stopping at more evaluation points changes nothing after them: each view of the shared run
     equals a separate run given that label arm's budgets."""

@@ -239,7 +239,7 @@ def evaluation_schedule(config: TrainConfig, schedule=None) -> np.ndarray:
 
 def run_training(config: TrainConfig, out: str, *, resume: bool = False, progress: bool = True,
                  label: str | None = None, stop_after_evals: int | None = None, schedule=None,
-                 checkpoint_seconds: float | None = CHECKPOINT_SECONDS) -> dict:
+                 checkpoint_seconds: float | None = CHECKPOINT_SECONDS, on_evaluation=None) -> dict:
     """Run (or resume) one configuration's seeds into run directory `out`; returns the summary.
 
     Everything is checked before any work: the config against its environment, `out` (a writable
@@ -253,6 +253,9 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
     own evaluation points (the last is its budget); it is saved as `schedule.json` before
     `config.json` and must match on resume. `checkpoint_seconds`: inside a segment, checkpoint
     at least this often (None: at evaluations only; ignored with several processes).
+    `on_evaluation(rows)`, if given, is called by the writing process after each evaluation's
+    rows are in `metrics.jsonl`, with every row so far (the matched regime writes its finished
+    views with it).
     """
     run = RunDir(out)
     check_writable_dir(out)
@@ -275,7 +278,7 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
         try:
             pace = _Pace(checkpoint_seconds if jax.process_count() == 1 else None)
             return _train(run, trainer, status, schedule, custom, progress=progress, label=label,
-                          stop_after_evals=stop_after_evals, pace=pace)
+                          stop_after_evals=stop_after_evals, pace=pace, on_evaluation=on_evaluation)
         finally:
             run.close()
 
@@ -391,7 +394,7 @@ def _resumed_rows(run: RunDir, info: dict, state, config: TrainConfig) -> list[d
 
 
 def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, custom: bool, *, progress: bool,
-           label: str | None, stop_after_evals: int | None, pace: _Pace) -> dict:
+           label: str | None, stop_after_evals: int | None, pace: _Pace, on_evaluation=None) -> dict:
     """The run itself, under the lock: restore or start, segments, evaluations, checkpoints, finish."""
     config = trainer.config
     info = run.checkpoint_info("latest") if status == "resumable" else None
@@ -461,6 +464,8 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
             rows = rows + new_rows
             if _is_writer():
                 write_jsonl_atomic(run.metrics_path, rows)
+                if on_evaluation is not None:
+                    on_evaluation(rows)
             success = float(np.mean([r["success_greedy"] for r in new_rows]))
             # `best` is chosen on the held-out validation set, never on the evaluation set it is scored on
             chosen_on = float(np.mean([r["validation_success_greedy"] for r in new_rows]))

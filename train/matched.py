@@ -14,6 +14,8 @@ whatever limits it stopped at before (tested against a separate run). The run di
 `matched/Y/` holds the shared run; `matched/Y/to-X/` holds the view a separate run matched to X
 would have written (`metrics.jsonl`, `summary.json`, `config.json`, `matched.json`). Views hold
 numbers only: the checkpoints and `policies/` are the shared run's (at the largest X's total).
+A view is written as soon as the shared run has evaluated its last point on every seed, so a
+label arm with a small total (the critic's) is in the tables hours before the run ends.
 """
 
 from __future__ import annotations
@@ -73,12 +75,48 @@ def view_rows(rows: list, stops: list, label_arm: str) -> list:
     return sorted(out, key=lambda r: (r["eval_index"], r["seed_index"]))
 
 
+def view_complete(rows: list, stops: list, label_arm: str) -> bool:
+    """Whether `rows` (the shared run's metrics so far) hold `label_arm`'s last evaluation point on
+    every seed, so its view is final."""
+    done = {}
+    for row in rows:
+        done[row["seed_index"]] = max(done.get(row["seed_index"], 0), row["eval_index"])
+    num_evals = max(j for arm, j in stops[0] if arm == label_arm)
+    return all(done.get(seed, 0) >= seed_stops.index((label_arm, num_evals)) + 1
+               for seed, seed_stops in enumerate(stops))
+
+
+def write_views(config: TrainConfig, out: str, targets: dict, rows: list, *, skip=()) -> set:
+    """Write `out/to-<arm>/` for every label arm whose points `rows` (the shared run's metrics so
+    far) have all evaluated, except those in `skip`; returns the arms written. `config` is the
+    label-free arm's own config (not the shared run's). The view's `summary.json` is written last."""
+    _, stops = matched_schedule(targets, num_seeds=config.num_seeds, num_evals=config.num_evals)
+    written = set()
+    for arm, seeds in targets.items():
+        if arm in skip or not view_complete(rows, stops, arm):
+            continue
+        mine = view_rows(rows, stops, arm)
+        view = os.path.join(out, f"to-{arm}")
+        os.makedirs(view, exist_ok=True)
+        write_json_atomic(os.path.join(view, "config.json"), view_config(config, seeds).to_dict())
+        write_json_atomic(os.path.join(view, "matched.json"),
+                          {"matched_to": arm, "targets": [int(t) for t in seeds], "shared_run": "..",
+                           "schedule": [[int(t) * j // config.num_evals for j in range(1, config.num_evals + 1)]
+                                        for t in seeds]})
+        write_jsonl_atomic(os.path.join(view, "metrics.jsonl"), mine)
+        write_json_atomic(os.path.join(view, "summary.json"), summarize(mine, config.num_seeds))
+        written.add(arm)
+    return written
+
+
 def run_matched(config: TrainConfig, out: str, *, targets: dict, resume: bool = False, progress: bool = True,
-                label: str | None = None) -> dict:
+                label: str | None = None, stop_after_evals: int | None = None) -> dict:
     """Run (or resume) label-free `config` matched to every label arm in `targets` into `out`.
 
     `targets`: `{label_arm: [total env steps of each seed's equal-attempts run]}`. Returns
-    `{label_arm: summary}`, each the summary of the view `out/to-<label_arm>/`.
+    `{label_arm: summary}`, each the summary of the view `out/to-<label_arm>/`; each view is
+    written once its points are all evaluated, during the run. `stop_after_evals` (tests) stops
+    the shared run early, as `run_training`'s does, and returns `{"stopped_after": n}`.
     """
     schedule, stops = matched_schedule(targets, num_seeds=config.num_seeds, num_evals=config.num_evals)
     shared = matched_config(config, targets)
@@ -91,19 +129,15 @@ def run_matched(config: TrainConfig, out: str, *, targets: dict, resume: bool = 
     if not started or resume:
         os.makedirs(out, exist_ok=True)
         write_json_atomic(matched_path, record)
-    run_training(shared, out, resume=resume and started, progress=progress, label=label, schedule=schedule)
-    rows = read_jsonl(os.path.join(out, "metrics.jsonl"))
-    summaries = {}
-    for arm, seeds in targets.items():
-        view = os.path.join(out, f"to-{arm}")
-        os.makedirs(view, exist_ok=True)
-        mine = view_rows(rows, stops, arm)
-        write_json_atomic(os.path.join(view, "config.json"), view_config(config, seeds).to_dict())
-        write_json_atomic(os.path.join(view, "matched.json"),
-                          {"matched_to": arm, "targets": [int(t) for t in seeds], "shared_run": "..",
-                           "schedule": [[int(t) * j // config.num_evals for j in range(1, config.num_evals + 1)]
-                                        for t in seeds]})
-        write_jsonl_atomic(os.path.join(view, "metrics.jsonl"), mine)
-        summaries[arm] = summarize(mine, config.num_seeds)
-        write_json_atomic(os.path.join(view, "summary.json"), summaries[arm])
-    return summaries
+    written = set()
+
+    def on_evaluation(rows: list) -> None:
+        written.update(write_views(config, out, targets, rows, skip=written))
+
+    result = run_training(shared, out, resume=resume and started, progress=progress, label=label, schedule=schedule,
+                          stop_after_evals=stop_after_evals, on_evaluation=on_evaluation)
+    if stop_after_evals is not None and "stopped_after" in result:
+        return result
+    rows = read_jsonl(os.path.join(out, "metrics.jsonl"))  # finished: every view (re)written from the final rows
+    write_views(config, out, targets, rows)
+    return {arm: summarize(view_rows(rows, stops, arm), config.num_seeds) for arm in targets}
