@@ -157,7 +157,7 @@ def test_checkpoints_inside_a_segment_resume_to_the_uninterrupted_run(reference_
         assert_same_run(out, reference, summary, f"crash before operation {i}: {snapshots.ops[i]}")
         assert read_jsonl(os.path.join(out, "metrics.jsonl"))[-1]["segment_seconds"] >= info["segment_seconds"]
         resumed += 1
-    assert resumed >= 6
+    assert resumed >= 12  # 13: every operation from the first such checkpoint on
 
 
 def test_the_pace_sizes_calls_from_the_measured_rate():
