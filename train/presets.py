@@ -61,8 +61,8 @@ PRESETS: dict[str, SweepSpec] = {
         cpu_minutes="measured 2026-12-01 on the 2-core CPU, a second study or audits running beside it: attempts "
                     "1h38m of training segments (outcome 12m, mc 52m, exact 21m, critic 13m), fixed-steps 3h09m of "
                     "cells' wall time (outcome 1h46m, critic 1h07m, mc 12m, exact 4m); matched: the one outcome "
-                    "run (5 seeds) to exact's ~23.3M env steps runs at 230-500 env steps/s per seed beside a second "
-                    "study (its segments' seconds), about 14 hours in all (estimate from that rate)",
+                    "run (5 seeds) to exact's ~23.3M env steps runs at 230-620 env steps/s per seed beside a second "
+                    "study (its segments' seconds), about 12 hours in all (estimate from that rate)",
     ),
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
@@ -80,8 +80,8 @@ PRESETS: dict[str, SweepSpec] = {
         budgets={"attempts": 4_000, "fixed-steps": 2_000_000},
         cpu_minutes="measured 2026-12-01 on the 2-core CPU with a second study running beside it (cells' wall "
                     "time): attempts 1h23m, fixed-steps 53m (outcome's 2M env steps 44m of it); matched: the one "
-                    "outcome run (2 seeds) to the exact arms' ~12.3M env steps runs at 460-570 env steps/s per seed "
-                    "beside a second study (its segments' seconds), about 6.5 hours in all (estimate from that rate)",
+                    "outcome run (2 seeds) to the exact arms' ~12.3M env steps runs at 460-730 env steps/s per seed "
+                    "beside a second study (its segments' seconds), about 5.5 hours in all (estimate from that rate)",
     ),
     "density-study": SweepSpec(
         name="density-study",
