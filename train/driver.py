@@ -440,16 +440,17 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
                 return {"stopped_after": stop_after_evals}
             started = time.perf_counter() - carried
             target = schedule[:, j - 1]
+            done = counts(state)
             while True:  # the segment, in calls sized by `pace`; `target` itself ends it
-                done = counts(state)
                 limits = pace.next_limits(done, target)
                 called = time.perf_counter()
                 state = segment(state, *trainer.limits(limits))
                 after = counts(state)
                 pace.observe(after - done, time.perf_counter() - called)
+                done = after
                 if np.array_equal(limits, target):
                     break
-                bar.update(int(after.min()), success, int(np.max(_to_host(state.iteration))))
+                bar.update(int(done.min()), success, int(np.max(_to_host(state.iteration))))
                 if pace.checkpoint_due():
                     part += 1
                     run.save_checkpoint("latest", j - 1, state, {
@@ -475,7 +476,7 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
                                                               "success_greedy": success})
             run.save_checkpoint("latest", j, state, {"eval_index": j, "best_success": best})
             pace.saved()
-            bar.update(int(counts(state).min()), success, int(np.max(_to_host(state.iteration))))
+            bar.update(int(done.min()), success, int(np.max(_to_host(state.iteration))))
     finally:
         bar.close()
 

@@ -86,12 +86,13 @@ def view_complete(rows: list, stops: list, label_arm: str) -> bool:
                for seed, seed_stops in enumerate(stops))
 
 
-def write_views(config: TrainConfig, out: str, targets: dict, rows: list, *, skip=()) -> set:
+def write_views(config: TrainConfig, out: str, targets: dict, rows: list, *, skip=()) -> dict:
     """Write `out/to-<arm>/` for every label arm whose points `rows` (the shared run's metrics so
-    far) have all evaluated, except those in `skip`; returns the arms written. `config` is the
-    label-free arm's own config (not the shared run's). The view's `summary.json` is written last."""
+    far) have all evaluated, except those in `skip`; returns `{arm: summary}` of the views written.
+    `config` is the label-free arm's own config (not the shared run's). The view's `summary.json`
+    is written last."""
     _, stops = matched_schedule(targets, num_seeds=config.num_seeds, num_evals=config.num_evals)
-    written = set()
+    written = {}
     for arm, seeds in targets.items():
         if arm in skip or not view_complete(rows, stops, arm):
             continue
@@ -104,8 +105,8 @@ def write_views(config: TrainConfig, out: str, targets: dict, rows: list, *, ski
                            "schedule": [[int(t) * j // config.num_evals for j in range(1, config.num_evals + 1)]
                                         for t in seeds]})
         write_jsonl_atomic(os.path.join(view, "metrics.jsonl"), mine)
-        write_json_atomic(os.path.join(view, "summary.json"), summarize(mine, config.num_seeds))
-        written.add(arm)
+        written[arm] = summarize(mine, config.num_seeds)
+        write_json_atomic(os.path.join(view, "summary.json"), written[arm])
     return written
 
 
@@ -138,6 +139,5 @@ def run_matched(config: TrainConfig, out: str, *, targets: dict, resume: bool = 
                           stop_after_evals=stop_after_evals, on_evaluation=on_evaluation)
     if stop_after_evals is not None and "stopped_after" in result:
         return result
-    rows = read_jsonl(os.path.join(out, "metrics.jsonl"))  # finished: every view (re)written from the final rows
-    write_views(config, out, targets, rows)
-    return {arm: summarize(view_rows(rows, stops, arm), config.num_seeds) for arm in targets}
+    # finished: every view (re)written from the final rows
+    return write_views(config, out, targets, read_jsonl(os.path.join(out, "metrics.jsonl")))
