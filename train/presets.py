@@ -79,9 +79,8 @@ PRESETS: dict[str, SweepSpec] = {
                  for objective in ("dense", "pairwise", "hard")}},
         budgets={"attempts": 4_000, "fixed-steps": 2_000_000},
         cpu_minutes="measured 2026-12-01 on the 2-core CPU with a second study running beside it (cells' wall "
-                    "time): attempts 1h23m, fixed-steps 53m (outcome's 2M env steps 44m of it); matched: the one "
-                    "outcome run (2 seeds) to the exact arms' ~12.3M env steps runs at 460-730 env steps/s per seed "
-                    "beside a second study (its segments' seconds), about 5.5 hours in all (estimate from that rate)",
+                    "time): 6h19m in all: attempts 1h23m, fixed-steps 53m (outcome's 2M env steps 44m of it), "
+                    "matched 4h03m (the one outcome run, 2 seeds, to the exact arms' ~12.2M env steps per seed)",
     ),
     "density-study": SweepSpec(
         name="density-study",
