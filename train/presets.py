@@ -62,8 +62,8 @@ PRESETS: dict[str, SweepSpec] = {
                     "1h38m of training segments (outcome 12m, mc 52m, exact 21m, critic 13m), fixed-steps 3h09m of "
                     "cells' wall time (outcome 1h46m, critic 1h07m, mc 12m, exact 4m); matched: the one outcome "
                     "run (5 seeds) to exact's ~23.3M env steps runs at 230-620 env steps/s per seed beside a second "
-                    "study and 900-960 alone (its segments' seconds), about 12 hours in all (estimate from those "
-                    "rates)",
+                    "study and 780-970 alone (its segments' seconds), about 7-8 hours alone (estimate from those "
+                    "rates; the measured run reached 21.1M before its directory was lost with the machine)",
     ),
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
