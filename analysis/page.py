@@ -13,6 +13,12 @@ spend by ledger account, how each cell's policies act at the last evaluation (ac
 episode length, sampled success), the audits found under `SWEEP_DIR/audits/<name>/audit.json` and the
 CA-ID cards. Only finished cells (`summary.json`) count; the page names the others.
 
+`PAGE/record/` is the sweep directory without its checkpoints and policies: every `.json` and
+`.jsonl` file in it (specs, each cell's config, metrics, summary and timing, the audits), copied
+so that the page can be regenerated from the repository after the sweep directory is gone
+(`jaxcredit report PAGE/record --page PAGE.md`). Its `page.json` keeps the commands and the sweep
+path the page was written with, so that regenerating from the record gives the same bytes.
+
 The reading of the numbers cannot be generated: the page keeps the hand-written block between
 `READING_START` and `READING_END` from the page it replaces (a placeholder when there is none).
 Regeneration is deterministic: the same sweep directory and page give the same bytes (nothing
@@ -25,6 +31,7 @@ import datetime
 import glob
 import os
 import re
+import shutil
 
 import numpy as np
 
@@ -50,13 +57,23 @@ from jaxcredit.analysis.rundirs import (
 )
 from jaxcredit.comparison import arm_environments, comparison_pairs, format_paired_table
 from jaxcredit.ledger import ACCOUNTS
-from jaxcredit.rundir_io import RunLock, check_writable_dir, make_dirs, regime_meaning
+from jaxcredit.rundir_io import (
+    RunLock,
+    check_writable_dir,
+    is_leftover,
+    make_dirs,
+    regime_meaning,
+    remove_path,
+    write_json_atomic,
+)
 from jaxcredit.timing import read_timing
 
 READING_START, READING_END = "<!-- reading -->", "<!-- /reading -->"
 READING_PLACEHOLDER = ("_No reading yet. Write one paragraph here, between the reading markers, on what the numbers "
                        "do and do not show; `jaxcredit report --page` keeps it when it regenerates the page._")
 DEFAULT_THRESHOLD = 0.9
+RECORD, RECORD_META = "record", "page.json"
+_RECORD_SKIP = ("checkpoints", "policies")  # large and not read by the page
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -298,7 +315,7 @@ def _behaviour_lines(behaviour: dict) -> list:
     return lines
 
 
-def _audit_lines(path: str, files: str, link: str, run_dir_text: str) -> tuple[list, list]:
+def _audit_lines(path: str, files: str, link: str, run_dir_text: str, sweep_paths) -> tuple[list, list]:
     found = sorted(glob.glob(os.path.join(path, "audits", "*", "audit.json")))
     lines = ["## Audits of the trained policies", ""]
     if not found:
@@ -313,7 +330,7 @@ def _audit_lines(path: str, files: str, link: str, run_dir_text: str) -> tuple[l
         _write_json(os.path.join(files, "audits", f"{name}.json"), audit)
         names.append(name)
         policy = str(audit.get("policy", "policy"))
-        for prefix in {os.path.realpath(path), os.path.abspath(path)}:  # the sweep's path as the page names it
+        for prefix in sweep_paths:  # the sweep's path as the page names it
             policy = policy.replace(prefix + os.sep, run_dir_text.rstrip("/") + "/")
         lines += [f"### {name}: {policy} on {audit['env']}", "",
                   f"File: [audits/{name}.json]({link}audits/{name}.json).", "", audit_markdown_summary(audit),
@@ -322,9 +339,12 @@ def _audit_lines(path: str, files: str, link: str, run_dir_text: str) -> tuple[l
 
 
 def results_page(path: str, page: str, *, command: str, sweep_command: str | None = None,
-                 threshold: float = DEFAULT_THRESHOLD, run_dir_text: str | None = None) -> str:
+                 threshold: float = DEFAULT_THRESHOLD, run_dir_text: str | None = None,
+                 record_command: str | None = None, sweep_paths=None) -> str:
     """Write the page's files into `page` without its `.md` and return the page's Markdown
-    (see the module docstring). `command` is the line that regenerates it, shown at its top."""
+    (see the module docstring). `command` is the line that regenerates it, shown at its top;
+    `record_command` the one that regenerates it from its record (shown when given); `sweep_paths`
+    the sweep's absolute paths that audits name (default `path`'s), written as `run_dir_text`."""
     spec = read_json(os.path.join(path, "sweep_spec.json"))
     regimes = sweep_regimes(spec)
     stem = os.path.basename(page)[: -len(".md")]
@@ -350,6 +370,9 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
              f"Regenerate this page: `{command}`", ""]
     if sweep_command:
         lines += [f"Run the sweep it reads: `{sweep_command}`", ""]
+    if record_command:
+        lines += [f"Or regenerate it from its [record]({link}{RECORD}/) (the sweep's files without checkpoints, "
+                  f"kept beside the page): `{record_command}`", ""]
     lines += _header_rows(spec, timing, len(done), expected, missing)
     lines += [f"Files: [summary.json]({link}summary.json) (every number on this page), "
               f"[sweep_spec.json]({link}sweep_spec.json), [card.json]({link}card.json).", "",
@@ -364,7 +387,8 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
         lines += curve_plots(files, runs, prefix=f"{regime}-", title=f"{regime} regime", link_prefix=link)
     lines += _spend_lines(spend, accounts)
     lines += _behaviour_lines(behaviour)
-    audit_lines, audits = _audit_lines(path, files, link, run_dir_text)
+    sweep_paths = sweep_paths or sorted({os.path.realpath(path), os.path.abspath(path)})
+    audit_lines, audits = _audit_lines(path, files, link, run_dir_text, sweep_paths)
     lines += audit_lines
     cards = cards_for_sweep(spec, path)
     _write_json(os.path.join(files, "card.json"), [card.to_dict() for card in cards])
@@ -393,17 +417,53 @@ def write_results_page(sweep_dir: str, page: str, *, command: str | None = None,
         raise ValueError(f"--page must name a Markdown file ending in .md, got {page!r}")
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"--threshold must be in (0, 1], got {threshold}")
+    flag = f" --threshold {threshold:g}" if threshold != DEFAULT_THRESHOLD else ""
     if command is None:
-        command = f"jaxcredit report {sweep_dir} --page {page}" + (
-            f" --threshold {threshold:g}" if threshold != DEFAULT_THRESHOLD else "")
+        command = f"jaxcredit report {sweep_dir} --page {page}{flag}"
     files = check_writable_dir(page[: -len(".md")], "--page folder")
+    record = os.path.join(files, RECORD)
+    meta = {"command": command, "sweep_command": sweep_command, "run_dir_text": sweep_dir.rstrip("/"),
+            "record_command": f"jaxcredit report {page[: -len('.md')]}/{RECORD} --page {page}{flag}",
+            "sweep_paths": sorted({os.path.realpath(sweep_dir), os.path.abspath(sweep_dir)})}
+    from_record = os.path.realpath(sweep_dir) == os.path.realpath(record)
+    if not from_record and os.path.realpath(files).startswith(os.path.join(os.path.realpath(sweep_dir), "")):
+        raise ValueError(f"--page must be outside the sweep directory {sweep_dir}: nothing is written into a sweep")
+    if from_record:  # the page's own record: written as the page was, from the sweep directory
+        if not os.path.isfile(os.path.join(record, RECORD_META)):
+            raise ValueError(f"{sweep_dir} has no {RECORD_META}: not a record written by `jaxcredit report --page`")
+        meta = read_json(os.path.join(record, RECORD_META))
     with RunLock(files, "report --page"):
+        if not from_record:
+            copy_record(sweep_dir, record, meta)
         text = results_page(os.path.abspath(sweep_dir), os.path.join(os.path.dirname(files), os.path.basename(page)),
-                            command=command, sweep_command=sweep_command, threshold=threshold,
-                            run_dir_text=sweep_dir.rstrip("/"))
+                            command=meta["command"], sweep_command=meta["sweep_command"], threshold=threshold,
+                            run_dir_text=meta["run_dir_text"], record_command=meta["record_command"],
+                            sweep_paths=meta["sweep_paths"])
         missing = [target for target in markdown_links(text)
                    if not os.path.exists(os.path.join(os.path.dirname(files), target))]
         if missing:
             raise ValueError(f"page {page} would link missing files: {', '.join(missing)}")
         _write(os.path.join(os.path.dirname(files), os.path.basename(page)), text)
     return page
+
+
+def copy_record(sweep_dir: str, record: str, meta: dict) -> int:
+    """Replace the folder `record` by the sweep directory's `.json` and `.jsonl` files (outside
+    `checkpoints/` and `policies/`; no lock or temporary files) and `meta` as `page.json`; returns
+    the bytes copied. Written beside and renamed, so an interrupted copy leaves the old record."""
+    tmp = f"{record}.tmp-{os.getpid()}"
+    remove_path(tmp)
+    copied = 0
+    for root, dirs, names in os.walk(sweep_dir):
+        dirs[:] = sorted(d for d in dirs if d not in _RECORD_SKIP and not is_leftover(d))
+        for name in sorted(names):
+            if name.endswith((".json", ".jsonl")) and not is_leftover(name):
+                target = os.path.join(tmp, os.path.relpath(os.path.join(root, name), sweep_dir))
+                make_dirs(os.path.dirname(target))
+                shutil.copyfile(os.path.join(root, name), target)
+                copied += os.path.getsize(target)
+    make_dirs(tmp)
+    write_json_atomic(os.path.join(tmp, RECORD_META), meta)
+    remove_path(record)
+    os.replace(tmp, record)
+    return copied

@@ -398,8 +398,9 @@ def _add_analysis_commands(commands, *, regimes) -> None:
                                                 "or audit directory")
     report.add_argument("path", help="sweep, run or audit directory")
     report.add_argument("--page", help="instead of report.md: write the results page PAGE.md of a finished sweep "
-                                       "and its files in PAGE/ (tables, summary.json, plots, cards, audits); "
-                                       "nothing is written into the sweep")
+                                       "and its files in PAGE/ (tables, summary.json, plots, cards, audits, and "
+                                       "record/: the sweep's files without checkpoints, from which the page "
+                                       "regenerates); nothing is written into the sweep")
     report.add_argument("--threshold", type=float, help="with --page: the success threshold of the time-to-"
                                                          "threshold table (default 0.9)")
     report.add_argument("--json", action="store_true", help="print one JSON object on stdout")

@@ -3,7 +3,8 @@ tiny sweep, numbers matching its records; per-environment references; the cells'
 
 The fixture `tests/data/tiny-sweep` (no checkpoints) was made once by `tests/scripts/make_tiny_sweep.py`;
 its page `tests/data/tiny-sweep-page/tiny-sweep.md` by `jaxcredit report tiny-sweep --page
-tiny-sweep-page/tiny-sweep.md` run in `tests/data`, with a hand-written reading. No training here.
+tiny-sweep-page/tiny-sweep.md` run in `tests/data`, with a hand-written reading (its folder holds the
+sweep's record, `tiny-sweep-page/tiny-sweep/record`, from which it regenerates too). No training here.
 """
 
 import hashlib
@@ -118,6 +119,64 @@ def test_page_numbers_match_the_run_directory(regenerated):
     assert page.count(f"gradient norm clip {clip}") == 2 and "gradient norm clip None" not in page
     summary = json.loads((regenerated / "tiny-sweep-page/tiny-sweep/summary.json").read_text())
     assert summary["cells"]["attempts/mc"]["measures"]["final_success"] == [r["success_greedy"] for r in mc]
+
+
+def _small_files(path: Path) -> dict:
+    """`{relative path: bytes}` of the `.json` and `.jsonl` files under `path`."""
+    return {str(f.relative_to(path)): f.read_bytes() for f in sorted(path.rglob("*"))
+            if f.suffix in (".json", ".jsonl")}
+
+
+def test_page_keeps_the_sweeps_record_and_regenerates_from_it(regenerated, tmp_path):
+    """`PAGE/record/` holds every `.json`/`.jsonl` file of the sweep, byte for byte, and nothing
+    else but `page.json`; with the sweep directory gone, the page regenerates from its record to
+    the same bytes (page, summary, cards, plots, audits)."""
+    record = regenerated / "tiny-sweep-page/tiny-sweep/record"
+    copied = _small_files(record)
+    meta = json.loads(copied.pop("page.json"))
+    assert copied == _small_files(DATA / "tiny-sweep") and len(copied) >= 20
+    assert {f.name for f in record.rglob("*") if f.is_file()} - {"page.json"} == {
+        Path(name).name for name in copied}  # table.md and the like stay behind
+    assert meta["command"] == "jaxcredit report tiny-sweep --page tiny-sweep-page/tiny-sweep.md"
+    assert meta["record_command"] == ("jaxcredit report tiny-sweep-page/tiny-sweep/record --page "
+                                      "tiny-sweep-page/tiny-sweep.md")
+    assert f"from its [record](tiny-sweep/record/) (the sweep's files without checkpoints, kept beside the page): " \
+           f"`{meta['record_command']}`" in (DATA / PAGE).read_text()
+
+    work = tmp_path / "repo"  # a fresh checkout: the page and its folder, no sweep directory
+    shutil.copytree(regenerated / "tiny-sweep-page", work / "tiny-sweep-page")
+    before = {str(f.relative_to(work)): f.read_bytes() for f in sorted(work.rglob("*")) if f.is_file()}
+    cwd = os.getcwd()
+    os.chdir(work)
+    try:
+        write_results_page("tiny-sweep-page/tiny-sweep/record", PAGE)
+    finally:
+        os.chdir(cwd)
+    after = {str(f.relative_to(work)): f.read_bytes() for f in sorted(work.rglob("*")) if f.is_file()}
+    assert after == before
+
+
+def test_record_leaves_checkpoints_policies_and_leftovers_behind(tmp_path):
+    sweep = tmp_path / "sweep"
+    shutil.copytree(DATA / "tiny-sweep", sweep)
+    for junk in ("attempts/mc/checkpoints/latest.json", "attempts/mc/policies/seed-0/meta.json",
+                 "attempts/mc/metrics.jsonl.tmp-123", "attempts/mc/.jaxcredit.lock"):
+        (sweep / junk).parent.mkdir(parents=True, exist_ok=True)
+        (sweep / junk).write_text("{}")
+    page = tmp_path / "pages" / "p.md"
+    write_results_page(str(sweep), str(page))
+    record = tmp_path / "pages" / "p" / "record"
+    names = {str(f.relative_to(record)) for f in record.rglob("*") if f.is_file()}
+    assert "attempts/mc/metrics.jsonl" in names and "page.json" in names
+    assert not [n for n in names if "checkpoints" in n or "policies" in n or ".tmp-" in n or "lock" in n]
+    assert not [p.name for p in (tmp_path / "pages" / "p").iterdir() if ".tmp-" in p.name]
+    # a folder that is not a page's record, and a page inside the sweep, are refused with the reason
+    os.remove(record / "page.json")
+    with pytest.raises(ValueError, match="has no page.json: not a record written by"):
+        write_results_page(str(record), str(page))
+    with pytest.raises(ValueError, match="--page must be outside the sweep directory"):
+        write_results_page(str(sweep), str(sweep / "pages" / "p.md"))
+    assert not (sweep / "pages").exists()
 
 
 def _section(text: str, start: str, end: str) -> str:
