@@ -63,6 +63,7 @@ from jaxcredit.rundir_io import (
     is_leftover,
     make_dirs,
     regime_meaning,
+    remove_leftovers,
     remove_path,
     write_json_atomic,
 )
@@ -433,6 +434,7 @@ def write_results_page(sweep_dir: str, page: str, *, command: str | None = None,
             raise ValueError(f"{sweep_dir} has no {RECORD_META}: not a record written by `jaxcredit report --page`")
         meta = read_json(os.path.join(record, RECORD_META))
     with RunLock(files, "report --page"):
+        remove_leftovers(files)  # an interrupted record copy's folder
         if not from_record:
             copy_record(sweep_dir, record, meta)
         text = results_page(os.path.abspath(sweep_dir), os.path.join(os.path.dirname(files), os.path.basename(page)),
@@ -447,13 +449,12 @@ def write_results_page(sweep_dir: str, page: str, *, command: str | None = None,
     return page
 
 
-def copy_record(sweep_dir: str, record: str, meta: dict) -> int:
+def copy_record(sweep_dir: str, record: str, meta: dict) -> None:
     """Replace the folder `record` by the sweep directory's `.json` and `.jsonl` files (outside
-    `checkpoints/` and `policies/`; no lock or temporary files) and `meta` as `page.json`; returns
-    the bytes copied. Written beside and renamed, so an interrupted copy leaves the old record."""
+    `checkpoints/` and `policies/`; no lock or temporary files) and `meta` as `page.json`. The copy
+    is made beside it and renamed, so the old record stays until the new one is complete."""
     tmp = f"{record}.tmp-{os.getpid()}"
     remove_path(tmp)
-    copied = 0
     for root, dirs, names in os.walk(sweep_dir):
         dirs[:] = sorted(d for d in dirs if d not in _RECORD_SKIP and not is_leftover(d))
         for name in sorted(names):
@@ -461,9 +462,7 @@ def copy_record(sweep_dir: str, record: str, meta: dict) -> int:
                 target = os.path.join(tmp, os.path.relpath(os.path.join(root, name), sweep_dir))
                 make_dirs(os.path.dirname(target))
                 shutil.copyfile(os.path.join(root, name), target)
-                copied += os.path.getsize(target)
     make_dirs(tmp)
     write_json_atomic(os.path.join(tmp, RECORD_META), meta)
     remove_path(record)
     os.replace(tmp, record)
-    return copied

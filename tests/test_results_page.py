@@ -121,20 +121,20 @@ def test_page_numbers_match_the_run_directory(regenerated):
     assert summary["cells"]["attempts/mc"]["measures"]["final_success"] == [r["success_greedy"] for r in mc]
 
 
-def _small_files(path: Path) -> dict:
-    """`{relative path: bytes}` of the `.json` and `.jsonl` files under `path`."""
+def _all_files(path: Path, suffixes=None) -> dict:
+    """`{relative path: bytes}` of the files under `path` (only those ending in `suffixes`, if given)."""
     return {str(f.relative_to(path)): f.read_bytes() for f in sorted(path.rglob("*"))
-            if f.suffix in (".json", ".jsonl")}
+            if f.is_file() and (suffixes is None or f.suffix in suffixes)}
 
 
-def test_page_keeps_the_sweeps_record_and_regenerates_from_it(regenerated, tmp_path):
+def test_page_keeps_the_sweeps_record_and_regenerates_from_it(regenerated, tmp_path, monkeypatch):
     """`PAGE/record/` holds every `.json`/`.jsonl` file of the sweep, byte for byte, and nothing
     else but `page.json`; with the sweep directory gone, the page regenerates from its record to
     the same bytes (page, summary, cards, plots, audits)."""
     record = regenerated / "tiny-sweep-page/tiny-sweep/record"
-    copied = _small_files(record)
+    copied = _all_files(record, (".json", ".jsonl"))
     meta = json.loads(copied.pop("page.json"))
-    assert copied == _small_files(DATA / "tiny-sweep") and len(copied) >= 20
+    assert copied == _all_files(DATA / "tiny-sweep", (".json", ".jsonl")) and len(copied) >= 20
     assert {f.name for f in record.rglob("*") if f.is_file()} - {"page.json"} == {
         Path(name).name for name in copied}  # table.md and the like stay behind
     assert meta["command"] == "jaxcredit report tiny-sweep --page tiny-sweep-page/tiny-sweep.md"
@@ -145,15 +145,10 @@ def test_page_keeps_the_sweeps_record_and_regenerates_from_it(regenerated, tmp_p
 
     work = tmp_path / "repo"  # a fresh checkout: the page and its folder, no sweep directory
     shutil.copytree(regenerated / "tiny-sweep-page", work / "tiny-sweep-page")
-    before = {str(f.relative_to(work)): f.read_bytes() for f in sorted(work.rglob("*")) if f.is_file()}
-    cwd = os.getcwd()
-    os.chdir(work)
-    try:
-        write_results_page("tiny-sweep-page/tiny-sweep/record", PAGE)
-    finally:
-        os.chdir(cwd)
-    after = {str(f.relative_to(work)): f.read_bytes() for f in sorted(work.rglob("*")) if f.is_file()}
-    assert after == before
+    before = _all_files(work)
+    monkeypatch.chdir(work)
+    write_results_page("tiny-sweep-page/tiny-sweep/record", PAGE)
+    assert _all_files(work) == before
 
 
 def test_record_leaves_checkpoints_policies_and_leftovers_behind(tmp_path):
@@ -164,6 +159,7 @@ def test_record_leaves_checkpoints_policies_and_leftovers_behind(tmp_path):
         (sweep / junk).parent.mkdir(parents=True, exist_ok=True)
         (sweep / junk).write_text("{}")
     page = tmp_path / "pages" / "p.md"
+    (tmp_path / "pages" / "p" / "record.tmp-99999" / "attempts").mkdir(parents=True)  # an interrupted copy
     write_results_page(str(sweep), str(page))
     record = tmp_path / "pages" / "p" / "record"
     names = {str(f.relative_to(record)) for f in record.rglob("*") if f.is_file()}
