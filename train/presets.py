@@ -48,7 +48,7 @@ PRESETS: dict[str, SweepSpec] = {
               "num_evals": 8, "eval_problems": 128, "problems_per_iteration": 16, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 2}},
         budgets={"attempts": 6_000, "fixed-steps": 300_000},
-        cpu_minutes="about 3 on the quiet machine (estimate); 16 measured with other jobs loading both cores",
+        cpu_minutes="6 measured quiet (2026-12-02, install included); 16-17 with other jobs loading both cores",
     ),
     "mad-study": SweepSpec(
         name="mad-study",
