@@ -216,6 +216,16 @@ def _fields_text(fields: dict) -> str:
                      for k, v in sorted(fields.items()))
 
 
+def _cpu_text(machine: dict) -> str:
+    cpu = machine.get("cpu")  # recorded since 2026-12-02
+    return f" ({cpu['model']}; {', '.join(cpu['vector']) or 'no listed vector extensions'})" if cpu else ""
+
+
+def _libraries_text(machine: dict) -> str:
+    libraries = machine.get("libraries")
+    return "; " + ", ".join(f"{name} {version}" for name, version in libraries.items()) if libraries else ""
+
+
 def _header_rows(spec: dict, timing: dict, cells_done: int, expected: list, missing: list) -> list:
     regimes = sweep_regimes(spec)
     base = spec.get("base", {})
@@ -238,8 +248,9 @@ def _header_rows(spec: dict, timing: dict, cells_done: int, expected: list, miss
     run_time += f". Training segments and evaluations alone (metrics' `segment_seconds`): {segments}"
     machine = "not recorded"
     if timing["machines"]:
-        machine = "; ".join(f"{m['host']}: {m['platform']}, {m['cpus']} CPU(s) usable, Python {m['python']}, JAX "
-                            f"{m['jax_version']} on {m['jax_backend']} ({m['devices']})" for m in timing["machines"])
+        machine = "; ".join(f"{m['host']}: {m['platform']}, {m['cpus']} CPU(s) usable{_cpu_text(m)}, Python "
+                            f"{m['python']}, JAX {m['jax_version']} on {m['jax_backend']} ({m['devices']})"
+                            f"{_libraries_text(m)}" for m in timing["machines"])
         if timing["load_average_1min"]:
             low, high = timing["load_average_1min"]
             machine += f"; 1-minute load average at the cells' starts and ends: {low:g} to {high:g}"

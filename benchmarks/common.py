@@ -19,11 +19,16 @@ from typing import Any
 import jax
 import numpy as np
 
+from jaxcredit.timing import cpu_record, library_versions
+
 
 def machine_description() -> dict:
-    """The machine a benchmark ran on: cores, JAX backend and devices, library versions."""
+    """The machine a benchmark ran on: cores, the processor (`jaxcredit.timing.cpu_record`), JAX
+    backend and devices, library versions."""
     return {
         "cores": os.cpu_count(),
+        "cpu": cpu_record(),
+        "libraries": library_versions(),
         "backend": jax.default_backend(),
         "devices": [str(device) for device in jax.devices()],
         "jax": jax.__version__,

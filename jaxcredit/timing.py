@@ -6,8 +6,10 @@ session adds nothing):
 
     {"sessions": [{"started": "2026-12-01T05:50:12Z", "wall_seconds": 812.4, "resumed": false,
                    "finished": true, "load_average": {"start": [...], "end": [...]},
-                   "machine": {"host", "platform", "machine", "cpus", "python", "jax_version",
-                               "jax_backend", "devices"}}]}
+                   "machine": {"host", "platform", "machine", "cpus", "cpu": {"model", "vector"},
+                               "python", "jax_version", "jax_backend", "devices", "libraries"}}]}
+
+(`cpu` and `libraries` since 2026-12-02; older records lack them.)
 
 A session stopped by an error or an interrupt is recorded too (`finished: false`), so the time a
 cell took is the sum of its sessions. A session killed outright (`kill -9`, a machine going away)
@@ -33,15 +35,50 @@ TIMING_NAME = "timing.json"
 HEARTBEAT_SECONDS = 30.0
 
 
+_LIBRARIES = ("jaxlib", "flax", "optax", "numpy", "orbax-checkpoint")
+_VECTOR_FLAGS = ("avx2", "avx512f", "amx_tile", "neon", "sve")  # what changes XLA's CPU code most
+
+
+def cpu_record() -> dict:
+    """The processor: `model` (from `/proc/cpuinfo` where there is one, else `platform.processor()`)
+    and `vector` (the vector instruction sets of `_VECTOR_FLAGS` it has, on Linux; `[]` elsewhere).
+    The same code and seed can train to other numbers on another processor: XLA's CPU code differs
+    in the last bits of a float (docs/reliability.md)."""
+    model, flags = "", set()
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "Model") and not model:
+                    model = value.strip()
+                elif key.strip() in ("flags", "Features"):
+                    flags = set(value.split())
+    return {"model": model or platform.processor() or "unknown",
+            "vector": [flag for flag in _VECTOR_FLAGS if flag in flags]}
+
+
+def library_versions() -> dict:
+    """`{name: version}` of the libraries that compute a run's numbers (absent ones left out)."""
+    from importlib import metadata
+
+    versions = {}
+    for name in _LIBRARIES:
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[name] = metadata.version(name)
+    return versions
+
+
 def machine_record() -> dict:
-    """The machine this process runs on: host, platform, usable CPUs, Python, JAX and its devices."""
+    """The machine this process runs on: host, platform, usable CPUs and the processor
+    (`cpu_record`), Python, JAX and its devices, and the versions of the numeric libraries."""
     import jax
 
     devices = jax.devices()
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return {"host": socket.gethostname(), "platform": platform.platform(), "machine": platform.machine(),
-            "cpus": cpus, "python": platform.python_version(), "jax_version": jax.__version__,
-            "jax_backend": jax.default_backend(), "devices": f"{len(devices)} x {devices[0].device_kind}"}
+            "cpus": cpus, "cpu": cpu_record(), "python": platform.python_version(), "jax_version": jax.__version__,
+            "jax_backend": jax.default_backend(), "devices": f"{len(devices)} x {devices[0].device_kind}",
+            "libraries": library_versions()}
 
 
 def read_timing(run_dir: str) -> list[dict]:

@@ -128,6 +128,7 @@ def test_bench_envs_json_through_the_cli(capsys):
     assert all(rate > 0 for rate in rates.values()) and len(rates) == 16
     assert result["python_episodes"] == {f"{name}@{size}": size for name in names for size in (32, 64)}
     assert result["machine"]["cores"] == os.cpu_count() and result["machine"]["devices"]
+    assert result["machine"]["cpu"]["model"] and "jaxlib" in result["machine"]["libraries"]
     assert "jax/numpy" in err and "mad" in err  # the human table went to stderr
     curves = result["scaling"]["batch"]  # the scaling curve at the same sizes, from the same compiles
     assert {name: [r["batch"] for r in rows] for name, rows in curves.items()} == {n: [32, 64] for n in names}

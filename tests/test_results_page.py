@@ -266,6 +266,30 @@ def test_timed_cell_records_each_session_that_ran(tmp_path):
     assert [(s["resumed"], s["finished"]) for s in sessions] == [(False, False), (True, False)]
     assert all(s["wall_seconds"] >= 0 and s["started"].endswith("Z") and s["machine"]["cpus"] >= 1 for s in sessions)
     assert read_timing(str(tmp_path / "absent")) == []
+    # what moves a run's numbers between machines: the processor and the numeric libraries
+    import flax
+    import jax
+
+    machine = sessions[0]["machine"]
+    assert machine["cpu"]["model"] and set(machine["cpu"]["vector"]) <= {"avx2", "avx512f", "amx_tile", "neon", "sve"}
+    assert machine["libraries"]["jaxlib"] == jax.__version__ and machine["libraries"]["flax"] == flax.__version__
+
+
+def test_header_names_the_processor_and_libraries_when_recorded(tmp_path):
+    from jaxcredit.analysis.page import _header_rows, sweep_timing
+
+    sweep = tmp_path / "tiny-sweep"
+    shutil.copytree(DATA / "tiny-sweep", sweep)
+    cell = sweep / "attempts" / "mc" / TIMING_NAME
+    record = json.loads(cell.read_text())
+    record["sessions"][0]["machine"].update(cpu={"model": "Example CPU", "vector": ["avx2"]},
+                                            libraries={"jaxlib": "9.9", "flax": "8.8"})
+    cell.write_text(json.dumps(record))
+    spec = json.loads((sweep / "sweep_spec.json").read_text())
+    header = "\n".join(_header_rows(spec, sweep_timing(str(sweep), ["attempts", "matched", "fixed-steps"]), 5, [], []))
+    assert ("2 CPU(s) usable (Example CPU; avx2), Python 3.11.7, JAX 0.10.2 on cpu (1 x cpu); jaxlib 9.9, "
+            "flax 8.8") in header
+    assert "; vm: " in header  # the older records' machine, without them, is listed beside it
 
 
 def test_timed_cell_heartbeat_keeps_a_killed_session(tmp_path):
