@@ -327,6 +327,11 @@ def _behaviour_lines(behaviour: dict) -> list:
     return lines
 
 
+def _sweep_paths(path: str) -> list:
+    """The absolute spellings of the sweep directory `path` that an audit's policy path may start with."""
+    return sorted({os.path.realpath(path), os.path.abspath(path)})
+
+
 def _audit_lines(path: str, files: str, link: str, run_dir_text: str, sweep_paths) -> tuple[list, list]:
     found = sorted(glob.glob(os.path.join(path, "audits", "*", "audit.json")))
     lines = ["## Audits of the trained policies", ""]
@@ -399,8 +404,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
         lines += curve_plots(files, runs, prefix=f"{regime}-", title=f"{regime} regime", link_prefix=link)
     lines += _spend_lines(spend, accounts)
     lines += _behaviour_lines(behaviour)
-    sweep_paths = sweep_paths or sorted({os.path.realpath(path), os.path.abspath(path)})
-    audit_lines, audits = _audit_lines(path, files, link, run_dir_text, sweep_paths)
+    audit_lines, audits = _audit_lines(path, files, link, run_dir_text, sweep_paths or _sweep_paths(path))
     lines += audit_lines
     cards = cards_for_sweep(spec, path)
     _write_json(os.path.join(files, "card.json"), [card.to_dict() for card in cards])
@@ -436,7 +440,7 @@ def write_results_page(sweep_dir: str, page: str, *, command: str | None = None,
     record = os.path.join(files, RECORD)
     meta = {"command": command, "sweep_command": sweep_command, "run_dir_text": sweep_dir.rstrip("/"),
             "record_command": f"jaxcredit report {page[: -len('.md')]}/{RECORD} --page {page}{flag}",
-            "sweep_paths": sorted({os.path.realpath(sweep_dir), os.path.abspath(sweep_dir)})}
+            "sweep_paths": _sweep_paths(sweep_dir)}
     from_record = os.path.realpath(sweep_dir) == os.path.realpath(record)
     if not from_record and os.path.realpath(files).startswith(os.path.join(os.path.realpath(sweep_dir), "")):
         raise ValueError(f"--page must be outside the sweep directory {sweep_dir}: nothing is written into a sweep")
