@@ -245,6 +245,35 @@ def format_paired_table(table: dict, *, heading: str = "###") -> str:
     return "\n".join(lines)
 
 
+REGIME_PHRASES = {"attempts": "at equal attempts", "fixed-steps": "at equal total env steps",
+                  "steps": "at equal total env steps"}  # `matched`: at the label arm's own total
+
+
+def finding_sentence(regime: str, entry: dict, *, measure: str = "final_success") -> str:
+    """One plain sentence for one row of a `paired_table` regime: who wins by how much, with the
+    interval and n, or that no difference is resolved (the interval spans 0 or is undefined).
+
+    E.g. `"at equal attempts mc beats outcome by +0.312 [+0.101, +0.523], n = 8"`."""
+    arm, reference, n = entry["arm"], entry["reference"], entry["num_seeds"]
+    where = f"at {arm}'s total env steps" if regime == "matched" else REGIME_PHRASES.get(regime, f"in {regime}")
+    d = entry["vs_reference"][measure]
+    if d["low"] is None:
+        return f"{where} {arm} vs {reference}: no interval (n = {n}), no difference resolved"
+    interval = f"[{d['low']:+.3f}, {d['high']:+.3f}], n = {n}"
+    if d["low"] > 0:
+        return f"{where} {arm} beats {reference} by {d['mean_diff']:+.3f} {interval}"
+    if d["high"] < 0:
+        flipped = f"[{-d['high']:+.3f}, {-d['low']:+.3f}], n = {n}"
+        return f"{where} {reference} beats {arm} by {-d['mean_diff']:+.3f} {flipped}"
+    return f"{where} {arm} vs {reference}: no difference resolved ({d['mean_diff']:+.3f} {interval})"
+
+
+def finding_sentences(table: dict, *, measure: str = "final_success") -> list:
+    """`finding_sentence` for every compared row of `table` (`paired_table`), regime by regime."""
+    return [finding_sentence(regime, entry, measure=measure) for regime, rows in table["regimes"].items()
+            for entry in rows.values() if entry.get("reference") is not None]
+
+
 __all__ = ["LABEL_FREE_CREDITS", "MEASURES", "MIN_RELIABLE_SEEDS", "Pair", "arm_credits", "arm_environments",
-           "arm_references", "budget_text", "comparison_pairs", "format_paired_table", "label_arms",
-           "label_free_arms", "paired_table"]
+           "arm_references", "budget_text", "comparison_pairs", "finding_sentence", "finding_sentences",
+           "format_paired_table", "label_arms", "label_free_arms", "paired_table"]

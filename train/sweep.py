@@ -28,6 +28,7 @@ from jaxcredit.comparison import (
     arm_credits,
     arm_environments,
     comparison_pairs,
+    finding_sentences,
     format_paired_table,
     label_arms,
     label_free_arms,
@@ -213,5 +214,9 @@ def sweep_table(summaries: dict, spec: SweepSpec) -> dict:
 
 
 def format_table(table: dict) -> str:
-    """Markdown: one table per regime (`jaxcredit.comparison.format_paired_table`)."""
-    return format_paired_table(table)
+    """Markdown: one table per regime (`jaxcredit.comparison.format_paired_table`), then one plain
+    sentence per comparison (`jaxcredit.comparison.finding_sentences`)."""
+    sentences = finding_sentences(table)
+    findings = ["", "Findings (final greedy success, arm − reference, 95% paired intervals; \"resolved\" means the "
+                "interval excludes 0):", ""] + [f"- {s[0].upper()}{s[1:]}." for s in sentences] if sentences else []
+    return format_paired_table(table) + "\n".join(findings) + ("\n" if findings else "")

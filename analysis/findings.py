@@ -1,0 +1,72 @@
+"""A results page's first two sections, generated from its paired comparison table.
+
+`findings_lines` writes `## Findings`: one bullet per regime, each comparison in it as a plain
+claim with its effect, interval and n (`jaxcredit.comparison.finding_sentence`: a side "beats" the
+other only where the 95% paired interval excludes 0). `not_shown_lines` writes `## What this does
+not show`: the limits that follow from the table itself (few seeds, unresolved rows, several arms
+against one reference, unfinished cells, one task and one machine). Both read only the table dict
+(`jaxcredit.comparison.paired_table`, kept in every page's `summary.json`), so a page's findings
+can be rebuilt from its summary alone.
+"""
+
+from __future__ import annotations
+
+from jaxcredit.comparison import finding_sentence
+from jaxcredit.rundir_io import regime_meaning
+from jaxcredit.stats import MIN_RELIABLE_SEEDS
+
+MAX_FINDINGS = 6  # bullets: one per regime, so a page of three regimes has three
+
+
+def _compared(rows: dict) -> list:
+    return [entry for entry in rows.values() if entry.get("reference") is not None]
+
+
+def _resolved(d: dict) -> bool:
+    return d["low"] is not None and (d["low"] > 0 or d["high"] < 0)
+
+
+def findings_lines(comparison: dict) -> list:
+    """`## Findings` (Markdown lines) of a `paired_table` dict: a bullet per regime with
+    comparisons, at most `MAX_FINDINGS`."""
+    lines = ["## Findings", "",
+             "Final greedy success, arm − reference, mean over paired seeds with its 95% paired Student-t interval; "
+             "a side beats the other only where the interval excludes 0.", ""]
+    bullets = []
+    for regime, rows in comparison["regimes"].items():
+        entries = _compared(rows)
+        if entries:
+            claims = "; ".join(finding_sentence(regime, entry) for entry in entries)
+            bullets.append(f"- **{regime}** ({regime_meaning(regime)}): {claims}.")
+    if not bullets:
+        bullets = ["- No comparison is finished yet."]
+    return lines + bullets[:MAX_FINDINGS] + [""]
+
+
+def not_shown_lines(comparison: dict, missing: list) -> list:
+    """`## What this does not show` (Markdown lines): the limits the table itself implies; `missing`
+    names the cells the tables lack."""
+    lines = ["## What this does not show", ""]
+    seeds = sorted({note["num_seeds"] for note in comparison.get("notes", {}).values()})
+    if seeds:
+        few = f" (fewer than {MIN_RELIABLE_SEEDS}: the intervals are wide and unstable)" if seeds[0] < \
+            MIN_RELIABLE_SEEDS else ""
+        lines.append(f"- Population-level effects: n = {', '.join(map(str, seeds))} paired seeds{few}. An interval "
+                     "that spans 0 is inconclusive, not evidence of no difference.")
+    unresolved = [f"{entry['arm']} vs {entry['reference']} ({regime})" for regime, rows in comparison["regimes"].items()
+                  for entry in _compared(rows) if not _resolved(entry["vs_reference"]["final_success"])]
+    if unresolved:
+        lines.append("- Which side is better in " + ", ".join(unresolved) + ": no difference is resolved there.")
+    shared = sorted({ref for note in comparison.get("notes", {}).values()
+                     for ref, arms in note.get("families", {}).items() if len(arms) > 1})
+    if shared:
+        lines.append(f"- A family-wise claim: several arms are compared with {', '.join(shared)} in a regime, so "
+                     "one interval excluding 0 is one claim among several; the tables give Holm-adjusted p.")
+    if missing:
+        lines.append("- The cells that did not finish: " + ", ".join(missing) + ".")
+    lines.append("- Other tasks, sizes or budgets than this sweep's, or seed-by-seed equality on another CPU (the "
+                 "same seeds train to other numbers there; compare such runs by their intervals).")
+    return lines + [""]
+
+
+__all__ = ["MAX_FINDINGS", "findings_lines", "not_shown_lines"]
