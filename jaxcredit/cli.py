@@ -19,7 +19,11 @@ import sys
 from jaxcredit.credit_arms import CREDIT_NAMES
 from jaxcredit.env import MAX_TURNS
 from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict
+from jaxcredit.tracking import TRACKERS
 from jaxcredit.validation import INT32_MAX, parse_int
+
+LOG_HELP = ("log metrics.jsonl's scalars per seed to a tracker (repeatable): tensorboard event files or a "
+            "local MLflow SQLite store in the run directory; needs jaxcredit[tracking]")
 
 
 class CommandError(Exception):
@@ -148,7 +152,8 @@ def _cmd_train(args) -> None:
     from jaxcredit.train import config_from_dict, run_training
 
     config = config_from_dict(values)
-    summary = run_training(config, args.out, resume=args.resume, progress=printer and not args.no_progress)
+    summary = run_training(config, args.out, resume=args.resume, progress=printer and not args.no_progress,
+                           log=args.log or ())
     if not printer:
         return
     if args.json:
@@ -165,7 +170,7 @@ def _cmd_sweep(args) -> None:
 
     spec = get_preset(args.preset)
     table = run_sweep(spec, args.out, resume=args.resume, num_seeds=args.seeds, progress=not args.no_progress,
-                      backend=args.backend, ray_address=args.ray_address)
+                      backend=args.backend, ray_address=args.ray_address, log=args.log or ())
     from jaxcredit.analysis import write_report  # the sweep's report.md, tables, cards, plots
 
     write_report(args.out)
@@ -592,6 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    train.add_argument("--log", action="append", choices=TRACKERS, help=LOG_HELP)
     train.add_argument("--distributed", action="store_true",
                        help="one run over several processes (jax.distributed): run this in every process; the "
                             "batch is split over all their devices; settings from the options below or "
@@ -608,6 +614,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--resume", action="store_true", help="continue the sweep in --out (or start it)")
     sweep.add_argument("--no-progress", action="store_true", help="no progress bars")
     sweep.add_argument("--json", action="store_true", help="print the table as one JSON object")
+    sweep.add_argument("--log", action="append", choices=TRACKERS, help=LOG_HELP)
     sweep.add_argument("--backend", default="local", choices=BACKENDS,
                        help="where cells run: local (one after another) or ray")
     sweep.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray)")

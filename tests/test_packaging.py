@@ -29,16 +29,16 @@ def test_one_version_string():
 
 
 def test_optional_dependencies_are_extras_and_never_imported_by_the_main_job():
-    """ray, rejax and gymnax are extras; importing everything `jaxcredit sweep` uses (the CLI, the
+    """ray, rejax, gymnax and the trackers are extras; importing everything `jaxcredit sweep` uses (the CLI, the
     trainer, the analysis that draws the report's plots) loads none of them. matplotlib is in the
     base install because the sweep's report draws plots."""
     project = _pyproject()["project"]
     base = {re.split(r"[<>=\[ ]", d)[0] for d in project["dependencies"]}
-    assert "matplotlib" in base and not base & {"ray", "rejax", "gymnax"}
+    assert "matplotlib" in base and not base & {"ray", "rejax", "gymnax", "tensorboardX", "mlflow-skinny"}
     extras = project["optional-dependencies"]
-    assert {"ray", "rejax", "gymnax"} <= set(extras) and any(d.startswith("rejax") for d in extras["rejax"])
+    assert {"ray", "rejax", "gymnax", "tracking"} <= set(extras) and any(d.startswith("rejax") for d in extras["rejax"])
     code = ("import sys, jaxcredit, jaxcredit.cli, jaxcredit.envs, jaxcredit.train, jaxcredit.analysis; "
-            "print(sorted(m for m in ('ray', 'rejax', 'gymnax') if m in sys.modules))")
+            "print(sorted(m for m in ('ray', 'rejax', 'gymnax', 'tensorboardX', 'mlflow') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]"

@@ -38,6 +38,7 @@ class Cell(NamedTuple):
     resume: bool
     label: str
     targets: dict | None = None
+    log: tuple = ()  # tracking backends (`jaxcredit.tracking`)
 
 
 def run_cell(cell: Cell, *, progress: bool = True):
@@ -48,8 +49,9 @@ def run_cell(cell: Cell, *, progress: bool = True):
             from jaxcredit.train.matched import run_matched
 
             return run_matched(cell.config, cell.out, targets=cell.targets, resume=cell.resume, progress=progress,
-                               label=cell.label)
-        return run_training(cell.config, cell.out, resume=cell.resume, progress=progress, label=cell.label)
+                               label=cell.label, log=cell.log)
+        return run_training(cell.config, cell.out, resume=cell.resume, progress=progress, label=cell.label,
+                            log=cell.log)
 
 
 def check_backend(backend: str) -> None:

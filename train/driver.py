@@ -46,6 +46,7 @@ from jaxcredit.ledger import ledger_to_dict
 from jaxcredit.predictor import PREDICTOR_COUNTS, PREDICTOR_FILE
 from jaxcredit.rundir_io import RunLock, check_writable_dir, seed_measures
 from jaxcredit.sharding import batch_mesh
+from jaxcredit.tracking import check_trackers, open_trackers
 from jaxcredit.train.config import MAX_BUDGET, TrainConfig, config_from_dict
 from jaxcredit.train.loop import Trainer, budget_count, make_train
 from jaxcredit.train.rundir import RunDir, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
@@ -239,7 +240,7 @@ def evaluation_schedule(config: TrainConfig, schedule=None) -> np.ndarray:
 
 def run_training(config: TrainConfig, out: str, *, resume: bool = False, progress: bool = True,
                  label: str | None = None, stop_after_evals: int | None = None, schedule=None,
-                 checkpoint_seconds: float | None = CHECKPOINT_SECONDS, on_evaluation=None) -> dict:
+                 checkpoint_seconds: float | None = CHECKPOINT_SECONDS, on_evaluation=None, log=()) -> dict:
     """Run (or resume) one configuration's seeds into run directory `out`; returns the summary.
 
     Everything is checked before any work: the config against its environment, `out` (a writable
@@ -255,8 +256,10 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
     at least this often (None: at evaluations only; ignored with several processes).
     `on_evaluation(rows)`, if given, is called by the writing process after each evaluation's
     rows are in `metrics.jsonl`, with every row so far (the matched regime writes its finished
-    views with it).
+    views with it). `log`: tracking backends (`jaxcredit.tracking.TRACKERS`) that receive every
+    metrics row, per seed, with the config as parameters.
     """
+    log = check_trackers(log)
     run = RunDir(out)
     check_writable_dir(out)
     custom = schedule is not None
@@ -275,11 +278,19 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
             if status == "finished":
                 return read_json(run.summary_path)
         _sync("jaxcredit-run-checked")  # every process has looked before process 0 writes
+        tracker = open_trackers(log, out, config.to_dict()) if log and _is_writer() else None
+        if tracker is not None:
+            def on_evaluation(rows, _then=on_evaluation):
+                tracker.log_rows(rows)
+                if _then is not None:
+                    _then(rows)
         try:
             pace = _Pace(checkpoint_seconds if jax.process_count() == 1 else None)
             return _train(run, trainer, status, schedule, custom, progress=progress, label=label,
                           stop_after_evals=stop_after_evals, pace=pace, on_evaluation=on_evaluation)
         finally:
+            if tracker is not None:
+                tracker.close()
             run.close()
 
 

@@ -111,7 +111,7 @@ def write_views(config: TrainConfig, out: str, targets: dict, rows: list, *, ski
 
 
 def run_matched(config: TrainConfig, out: str, *, targets: dict, resume: bool = False, progress: bool = True,
-                label: str | None = None, stop_after_evals: int | None = None) -> dict:
+                label: str | None = None, stop_after_evals: int | None = None, log=()) -> dict:
     """Run (or resume) label-free `config` matched to every label arm in `targets` into `out`.
 
     `targets`: `{label_arm: [total env steps of each seed's equal-attempts run]}`. Returns
@@ -136,7 +136,7 @@ def run_matched(config: TrainConfig, out: str, *, targets: dict, resume: bool = 
         written.update(write_views(config, out, targets, rows, skip=written))
 
     result = run_training(shared, out, resume=resume and started, progress=progress, label=label, schedule=schedule,
-                          stop_after_evals=stop_after_evals, on_evaluation=on_evaluation)
+                          stop_after_evals=stop_after_evals, on_evaluation=on_evaluation, log=log)
     if stop_after_evals is not None and "stopped_after" in result:
         return result
     # finished: every view (re)written from the final rows

@@ -45,6 +45,7 @@ from jaxcredit.rundir_io import (
     remove_leftovers,
     write_text_atomic,
 )
+from jaxcredit.tracking import check_trackers
 from jaxcredit.train.backends import Cell, backend_session, check_backend, run_cells
 from jaxcredit.train.config import config_from_dict
 from jaxcredit.train.rundir import read_json, write_json_atomic
@@ -113,7 +114,8 @@ class SweepSpec:
         return arm_credits(self.base, self.arms)
 
 
-def matched_cells(spec: SweepSpec, summaries: dict, out: str, *, resume: bool, num_seeds: int | None) -> list:
+def matched_cells(spec: SweepSpec, summaries: dict, out: str, *, resume: bool, num_seeds: int | None,
+                  log: tuple = ()) -> list:
     """The matched regime's cells, one per label-free arm, targeting every label arm's per-seed
     total env steps from its `attempts` summary (in `summaries`)."""
     credits = spec.credits
@@ -127,25 +129,27 @@ def matched_cells(spec: SweepSpec, summaries: dict, out: str, *, resume: bool, n
                                  budget=spec.budgets["attempts"])
         cell_dir = os.path.join(out, "matched", arm)
         cell_resume = resume and os.path.exists(os.path.join(cell_dir, "config.json"))
-        cells.append(Cell(("matched", arm), config, cell_dir, cell_resume, f"matched/{arm}", targets))
+        cells.append(Cell(("matched", arm), config, cell_dir, cell_resume, f"matched/{arm}", targets, log))
     return cells
 
 
 def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int | None = None,
-              progress: bool = True, backend: str = "local", ray_address: str | None = None) -> dict:
+              progress: bool = True, backend: str = "local", ray_address: str | None = None, log=()) -> dict:
     """Run every cell of `spec` into `out` (finished cells are skipped on resume); returns the
     table dict (also written to `out/sweep.json` and `out/table.md`).
 
     `backend`: `"local"` runs the cells one after another; `"ray"` runs each as a Ray task (on the
     cluster at `ray_address`, or a local Ray); see `jaxcredit.train.backends`. Same results. Either
-    way the `matched` cells start once the `attempts` and `fixed-steps` cells are done.
+    way the `matched` cells start once the `attempts` and `fixed-steps` cells are done. `log`:
+    tracking backends (`jaxcredit.tracking`), each cell logging into its own run directory.
     """
     check_backend(backend)
+    log = check_trackers(log)
     cells = spec.cell_configs(num_seeds=num_seeds)  # every cell's config is valid before any work
     check_writable_dir(out)
     with RunLock(out, f"sweep {spec.name}"):  # each cell's run also locks its own directory
         return _run_locked_sweep(spec, cells, out, resume=resume, num_seeds=num_seeds, progress=progress,
-                                 backend=backend, ray_address=ray_address)
+                                 backend=backend, ray_address=ray_address, log=log)
 
 
 DOC_FIELDS = ("cpu_minutes", "description")  # words about a sweep, not its design: resuming may update them
@@ -157,7 +161,7 @@ def _design(spec_dict: dict) -> dict:
 
 
 def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, num_seeds: int | None,
-                      progress: bool, backend: str, ray_address: str | None) -> dict:
+                      progress: bool, backend: str, ray_address: str | None, log: tuple = ()) -> dict:
     sweep_path = os.path.join(out, "sweep_spec.json")
     # JSON files are written with sorted keys: the arms' order (the table's row order) is kept apart
     spec_dict = json.loads(json.dumps({**dataclasses.asdict(spec), "num_seeds": num_seeds,
@@ -180,11 +184,11 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
     for (regime, arm), config in cells.items():
         cell_dir = os.path.join(out, regime, arm)
         cell_resume = resume and os.path.isdir(cell_dir)  # a cell stopped at any point, even before its config
-        jobs.append(Cell((regime, arm), config, cell_dir, cell_resume, f"{regime}/{arm}"))
+        jobs.append(Cell((regime, arm), config, cell_dir, cell_resume, f"{regime}/{arm}", log=log))
     with backend_session(backend, ray_address=ray_address):  # one Ray session for both phases
         summaries = run_cells(jobs, backend=backend, ray_address=ray_address, progress=progress)
         if "matched" in spec.regimes:  # phase 2: needs the attempts runs' totals
-            matched = matched_cells(spec, summaries, out, resume=resume, num_seeds=num_seeds)
+            matched = matched_cells(spec, summaries, out, resume=resume, num_seeds=num_seeds, log=log)
             results = run_cells(matched, backend=backend, ray_address=ray_address, progress=progress)
             for (_, arm), views in results.items():
                 for label_arm, summary in views.items():
