@@ -26,6 +26,13 @@ def _resolved(d: dict) -> bool:
     return d["low"] is not None and (d["low"] > 0 or d["high"] < 0)
 
 
+def _unresolved_text(entries: list) -> str:
+    def delta(d):
+        return "no interval" if d["low"] is None else f"{d['mean_diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]"
+    return ", ".join(f"{e['arm']} vs {e['reference']} ({delta(e['vs_reference']['final_success'])})"
+                     for e in entries)
+
+
 def findings_lines(comparison: dict) -> list:
     """`## Findings` (Markdown lines) of a `paired_table` dict: a bullet per regime with
     comparisons, at most `MAX_FINDINGS`."""
@@ -35,9 +42,13 @@ def findings_lines(comparison: dict) -> list:
     bullets = []
     for regime, rows in comparison["regimes"].items():
         entries = _compared(rows)
-        if entries:
-            claims = "; ".join(finding_sentence(regime, entry) for entry in entries)
-            bullets.append(f"- **{regime}** ({regime_meaning(regime)}): {claims}.")
+        if not entries:
+            continue
+        resolved = [finding_sentence(regime, e) for e in entries if _resolved(e["vs_reference"]["final_success"])]
+        open_rows = [e for e in entries if not _resolved(e["vs_reference"]["final_success"])]
+        claims = resolved + ([f"no difference resolved for {_unresolved_text(open_rows)}, n = "
+                              f"{min(e['num_seeds'] for e in open_rows)}"] if open_rows else [])
+        bullets.append(f"- **{regime}** ({regime_meaning(regime)}): {'; '.join(claims)}.")
     if not bullets:
         bullets = ["- No comparison is finished yet."]
     return lines + bullets[:MAX_FINDINGS] + [""]
