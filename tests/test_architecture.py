@@ -163,3 +163,17 @@ def test_readme_opens_with_the_two_setup_commands():
     assert len(commands) == 2
     assert commands[0].startswith("pip install -e . && jaxcredit sweep --preset quick")
     assert commands[1] == 'pip install -e ".[test]" && python -m pytest -n 2 --dist loadfile'
+
+
+def test_the_main_job_runs_at_least_eight_paired_seeds():
+    """The README's first command answers with n >= 8 paired seeds, in one vmapped program per cell."""
+    from jaxcredit.train import get_preset
+
+    assert get_preset("quick").base["num_seeds"] >= 8
+
+
+def test_every_results_page_opens_with_its_findings():
+    pages = sorted((ROOT / "docs" / "results").glob("*.md"))
+    assert pages
+    late = [p.name for p in pages if "## Findings" not in p.read_text().splitlines()[:40]]
+    assert not late, f"results pages without '## Findings' in their first 40 lines: {late}"

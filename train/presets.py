@@ -5,7 +5,8 @@ given exactly each label arm's total env steps, seed by seed: one shared outcome
 the largest) and `fixed-steps` (a fixed cap on total env steps). The matched outcome run is what
 makes a study long: its length is the label arms' label work, in outcome iterations.
 
-- `quick`: a small MAD (5 cells, 4 tokens, 1-2 useful, 8 turns), outcome vs mc, 2 seeds; a few minutes.
+- `quick`: a small MAD (5 cells, 4 tokens, 1-2 useful, 8 turns), outcome vs mc, 8 paired seeds in one
+  vmapped program per cell; about 5 minutes on a 2-core CPU.
   The README's main-job command runs it.
 - `mad-study`: default MAD, outcome vs mc vs exact vs critic, 5 paired seeds.
 - `arithmetic-study`: arithmetic with the legal-action menu, outcome vs `solver-uniform` (credit
@@ -43,12 +44,13 @@ def _density_arms() -> dict:
 PRESETS: dict[str, SweepSpec] = {
     "quick": SweepSpec(
         name="quick",
-        description="small MAD, outcome vs mc (K=2), three regimes, 2 seeds",
-        base={"env": "mad", "env_overrides": _SMALL_MAD, "learning_rate": 3e-3, "num_seeds": 2,
-              "num_evals": 8, "eval_problems": 128, "problems_per_iteration": 16, "attempts_per_problem": 4},
+        description="small MAD, outcome vs mc (K=2), three regimes, 8 paired seeds",
+        base={"env": "mad", "env_overrides": _SMALL_MAD, "learning_rate": 3e-3, "num_seeds": 8,
+              "num_evals": 6, "eval_problems": 64, "problems_per_iteration": 16, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 2}},
-        budgets={"attempts": 6_000, "fixed-steps": 300_000},
-        cpu_minutes="6 measured quiet (2026-12-02, install included); 16-17 with other jobs loading both cores",
+        budgets={"attempts": 3_000, "fixed-steps": 80_000},
+        cpu_minutes="5m42s for the README's first command, install (from pip's cache) included, on a 2-core Intel "
+                    "Xeon with other jobs at a 1-minute load of 1.1-1.6 (docs/results.md#the-quick-sweep)",
     ),
     "mad-study": SweepSpec(
         name="mad-study",
