@@ -61,7 +61,9 @@ def test_sweep_prints_three_regimes_and_matched_spend_is_within_one_iteration(ti
     # the analysis report's table is built by the same code from the run directories
     comparison = compare_sweep(out)
     assert comparison == json.loads(open(os.path.join(out, "sweep.json")).read())
-    assert format_comparison_table(comparison).replace("####", "###") == text
+    table_text, findings = text.split("\nFindings (")
+    assert format_comparison_table(comparison).replace("####", "###") == table_text
+    assert findings.count("\n- ") == 3  # one sentence per comparison, regime by regime
 
 
 def test_sweep_resume_skips_finished_cells_and_refuses_other_targets(tiny_sweep, tmp_path):
@@ -127,3 +129,19 @@ def test_one_shared_matched_run_equals_separate_runs(tmp_path):
         summary = run_training(view_config(config, seeds), separate, progress=False, schedule=own)
         assert rows_without_timing(os.path.join(out, f"to-{arm}")) == rows_without_timing(separate)
         assert views[arm] == summary
+
+
+def test_finding_sentences_say_who_wins_only_where_the_interval_excludes_zero():
+    from jaxcredit.comparison import finding_sentence
+
+    def entry(mean, low, high):
+        return {"arm": "mc", "reference": "outcome", "num_seeds": 8,
+                "vs_reference": {"final_success": {"mean_diff": mean, "low": low, "high": high}}}
+
+    assert finding_sentence("attempts", entry(0.3, 0.1, 0.5)) == \
+        "at equal attempts mc beats outcome by +0.300 [+0.100, +0.500], n = 8"
+    assert finding_sentence("fixed-steps", entry(-0.9, -1.0, -0.8)) == \
+        "at equal total env steps outcome beats mc by +0.900 [+0.800, +1.000], n = 8"
+    assert finding_sentence("matched", entry(0.1, -0.2, 0.4)) == \
+        "at mc's total env steps mc vs outcome: no difference resolved (+0.100 [-0.200, +0.400], n = 8)"
+    assert "no difference resolved" in finding_sentence("attempts", entry(0.0, None, None))
