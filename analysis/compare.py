@@ -22,7 +22,7 @@ from jaxcredit.comparison import (
     label_arms,
     paired_table,
 )
-from jaxcredit.rundir_io import matched_cell
+from jaxcredit.rundir_io import is_finished, matched_cell
 from jaxcredit.stats import INTERVAL_METHOD, paired_t, t_interval
 
 
@@ -46,7 +46,10 @@ def _cell_dir(sweep_dir: str, cell: tuple) -> str:
 
 
 def _has_run(path: str, *, finished_only: bool = False) -> bool:
-    return os.path.exists(os.path.join(path, "summary.json" if finished_only else "metrics.jsonl"))
+    """Whether `path` holds a run (`finished_only`: a finished one); a torn `summary.json` raises
+    either way (`jaxcredit.rundir_io.is_finished`), so it is never read as a finished cell."""
+    finished = is_finished(path)
+    return finished if finished_only else os.path.exists(os.path.join(path, "metrics.jsonl"))
 
 
 def compare_arms(sweep_dir: str, arm: str, baseline: str, regime: str) -> dict:

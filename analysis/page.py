@@ -58,13 +58,16 @@ from jaxcredit.analysis.rundirs import (
 )
 from jaxcredit.comparison import arm_environments, comparison_pairs, format_paired_table
 from jaxcredit.ledger import ACCOUNTS
+from jaxcredit.output_dirs import check_kind, publish_directory, recover_published, staging_dir, write_kind
 from jaxcredit.rundir_io import (
     RunLock,
+    before_file_operation,
+    check_strict_file,
     check_writable_dir,
+    is_finished,
     is_leftover,
     make_dirs,
     regime_meaning,
-    remove_leftovers,
     remove_path,
     write_json_atomic,
 )
@@ -127,7 +130,7 @@ def sweep_timing(path: str, regimes: list) -> dict:
     for name, run in _cell_runs(path, regimes).items():
         sessions = read_timing(run)
         cell = {"sessions": len(sessions), "segment_seconds": round(_segment_seconds(run), 3),
-                "finished": os.path.exists(os.path.join(run, "summary.json"))}
+                "finished": is_finished(run)}
         if sessions:
             cell["wall_seconds"] = round(sum(float(s["wall_seconds"]) for s in sessions), 3)
             for s in sessions:
@@ -424,12 +427,30 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def _check_page_place(sweep_dir: str, files: str, record: str) -> bool:
+    """Whether `sweep_dir` is the page's own record; refuses a page folder that is the sweep
+    directory, lies inside it or holds it (real paths, both directions), or is of another kind."""
+    sweep, folder = os.path.realpath(sweep_dir), os.path.realpath(files)
+    if sweep == os.path.realpath(record):
+        return True
+    if sweep == folder or os.path.commonpath([sweep, folder]) in (sweep, folder):
+        raise ValueError(f"--page must be outside the sweep directory {sweep_dir} and not hold it (its folder "
+                         f"{files} is {'the sweep directory' if sweep == folder else 'inside it or around it'}): "
+                         "nothing is written into a sweep")
+    check_kind(files, "page", "report --page")
+    return False
+
+
 def write_results_page(sweep_dir: str, page: str, *, command: str | None = None, sweep_command: str | None = None,
                        threshold: float = DEFAULT_THRESHOLD) -> str:
     """Write the results page `page` (a `.md` path) of the sweep directory `sweep_dir` and its
     files (folder `page` without `.md`); returns the page's path. `command` is shown as the way to
     regenerate it (default: `jaxcredit report SWEEP_DIR --page PAGE`, paths as given). Raises
-    `ValueError` for a directory that is not a sweep or a page name not ending in `.md`."""
+    `ValueError` for a directory that is not a sweep, a page name not ending in `.md`, or a page
+    folder that is (in) the sweep or a directory of another kind.
+
+    The page and its folder are built in a staging directory beside the folder and published
+    together (`jaxcredit.output_dirs.publish_directory`): an error leaves both as they were."""
     if kind_of(sweep_dir) != "sweep":
         raise ValueError(f"--page needs a sweep directory (with sweep_spec.json); {sweep_dir} is a "
                          f"{kind_of(sweep_dir)} directory")
@@ -441,47 +462,62 @@ def write_results_page(sweep_dir: str, page: str, *, command: str | None = None,
     if command is None:
         command = f"jaxcredit report {sweep_dir} --page {page}{flag}"
     files = check_writable_dir(page[: -len(".md")], "--page folder")
+    if os.path.isdir(files + ".md"):
+        raise ValueError(f"--page {page} is a directory")
     record = os.path.join(files, RECORD)
     meta = {"command": command, "sweep_command": sweep_command, "run_dir_text": sweep_dir.rstrip("/"),
             "record_command": f"jaxcredit report {page[: -len('.md')]}/{RECORD} --page {page}{flag}",
             "sweep_paths": _sweep_paths(sweep_dir)}
-    from_record = os.path.realpath(sweep_dir) == os.path.realpath(record)
-    if not from_record and os.path.realpath(files).startswith(os.path.join(os.path.realpath(sweep_dir), "")):
-        raise ValueError(f"--page must be outside the sweep directory {sweep_dir}: nothing is written into a sweep")
+    from_record = _check_page_place(sweep_dir, files, record)
     if from_record:  # the page's own record: written as the page was, from the sweep directory
         if not os.path.isfile(os.path.join(record, RECORD_META)):
             raise ValueError(f"{sweep_dir} has no {RECORD_META}: not a record written by `jaxcredit report --page`")
-        meta = read_json(os.path.join(record, RECORD_META))
+        meta = read_json(os.path.join(record, RECORD_META), expect=dict)
+    page_file = files + ".md"
     with RunLock(files, "report --page"):
-        remove_leftovers(files)  # an interrupted record copy's folder
-        if not from_record:
-            copy_record(sweep_dir, record, meta)
-        text = results_page(os.path.abspath(sweep_dir), os.path.join(os.path.dirname(files), os.path.basename(page)),
-                            command=meta["command"], sweep_command=meta["sweep_command"], threshold=threshold,
-                            run_dir_text=meta["run_dir_text"], record_command=meta["record_command"],
-                            sweep_paths=meta["sweep_paths"])
-        missing = [target for target in markdown_links(text)
-                   if not os.path.exists(os.path.join(os.path.dirname(files), target))]
-        if missing:
-            raise ValueError(f"page {page} would link missing files: {', '.join(missing)}")
-        _write(os.path.join(os.path.dirname(files), os.path.basename(page)), text)
+        recover_published(files)  # an interrupted earlier write: finished or undone first
+        staging = staging_dir(files)
+        try:
+            staged = os.path.join(staging, os.path.basename(files))
+            write_kind(staged, "page")
+            if from_record:
+                copy_record(record, os.path.join(staged, RECORD), None)
+            else:
+                copy_record(sweep_dir, os.path.join(staged, RECORD), meta)
+            staged_page = staged + ".md"
+            if os.path.isfile(page_file):  # its reading is kept
+                before_file_operation("write", staged_page)
+                shutil.copyfile(page_file, staged_page)
+            text = results_page(os.path.abspath(sweep_dir), staged_page, command=meta["command"],
+                                sweep_command=meta["sweep_command"], threshold=threshold,
+                                run_dir_text=meta["run_dir_text"], record_command=meta["record_command"],
+                                sweep_paths=meta["sweep_paths"])
+            missing = [target for target in markdown_links(text) if not os.path.exists(os.path.join(staging, target))]
+            if missing:
+                raise ValueError(f"page {page} would link missing files: {', '.join(missing)}")
+            _write(staged_page, text)
+            publish_directory(staging, files, with_files=((os.path.basename(page_file), page_file),))
+        except BaseException:
+            remove_path(staging)
+            raise
     return page
 
 
-def copy_record(sweep_dir: str, record: str, meta: dict) -> None:
-    """Replace the folder `record` by the sweep directory's `.json` and `.jsonl` files (outside
-    `checkpoints/` and `policies/`; no lock or temporary files) and `meta` as `page.json`. The copy
-    is made beside it and renamed, so the old record stays until the new one is complete."""
-    tmp = f"{record}.tmp-{os.getpid()}"
-    remove_path(tmp)
+def copy_record(sweep_dir: str, record: str, meta: dict | None) -> None:
+    """Copy into the new folder `record` the sweep directory's `.json` and `.jsonl` files (outside
+    `checkpoints/` and `policies/`; no lock or temporary files), each checked to be strict JSON
+    first (`TornFile` names a torn one: it is never published), and `meta` as `page.json` (`None`:
+    copy a record as it is, its `page.json` included)."""
     for root, dirs, names in os.walk(sweep_dir):
         dirs[:] = sorted(d for d in dirs if d not in _RECORD_SKIP and not is_leftover(d))
         for name in sorted(names):
             if name.endswith((".json", ".jsonl")) and not is_leftover(name):
-                target = os.path.join(tmp, os.path.relpath(os.path.join(root, name), sweep_dir))
+                source = os.path.join(root, name)
+                check_strict_file(source)
+                target = os.path.join(record, os.path.relpath(source, sweep_dir))
                 make_dirs(os.path.dirname(target))
-                shutil.copyfile(os.path.join(root, name), target)
-    make_dirs(tmp)
-    write_json_atomic(os.path.join(tmp, RECORD_META), meta)
-    remove_path(record)
-    os.replace(tmp, record)
+                before_file_operation("write", target)
+                shutil.copyfile(source, target)
+    make_dirs(record)
+    if meta is not None:
+        write_json_atomic(os.path.join(record, RECORD_META), meta)

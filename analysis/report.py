@@ -20,7 +20,14 @@ from jaxcredit.analysis.formatting import format_number
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
 from jaxcredit.analysis.predictor import predictor_sections
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
-from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, regime_meaning, write_text_atomic
+from jaxcredit.rundir_io import (
+    RunLock,
+    check_writable_dir,
+    dumps_strict,
+    is_finished,
+    regime_meaning,
+    write_text_atomic,
+)
 from jaxcredit.stats import interval_description, t_interval
 
 CURVE_AXES = {"steps": "total_env_steps", "attempts": "main_episodes"}  # plot file suffix -> x axis
@@ -105,7 +112,7 @@ def _run_report(path: str) -> str:
     config = read_json(os.path.join(path, "config.json"))
     rows = read_jsonl(os.path.join(path, "metrics.jsonl"))
     measures = seed_measures(rows)
-    complete = os.path.exists(os.path.join(path, "summary.json"))
+    complete = is_finished(path)
     arm = config.get("credit", "run")
     lines = [f"# Run report: {arm} on {config.get('env', '?')}", "",
              "Files: [config.json](config.json), [metrics.jsonl](metrics.jsonl)"

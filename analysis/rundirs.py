@@ -13,24 +13,25 @@ from __future__ import annotations
 import os
 
 from jaxcredit.comparison import arm_credits, label_arms, label_free_arms
-from jaxcredit.rundir_io import matched_cell, read_json, read_jsonl
+from jaxcredit.output_dirs import infer_kind
+from jaxcredit.rundir_io import is_finished, matched_cell, read_json, read_jsonl
 from jaxcredit.rundir_io import seed_measures as seed_measures
 
 __all__ = ["kind_of", "read_json", "read_jsonl", "seed_measures", "sweep_cells", "sweep_credits", "sweep_regimes"]
 
 
 def kind_of(path: str) -> str:
-    """`"sweep"`, `"run"` or `"audit"`: what the directory `path` holds; raises otherwise."""
+    """`"sweep"`, `"run"` or `"audit"`: what the directory `path` holds (its kind marker, else its
+    contents: `jaxcredit.output_dirs.infer_kind`); raises `ValueError` naming any other kind."""
     if not os.path.isdir(path):
         raise FileNotFoundError(f"no directory {path}")
-    if os.path.exists(os.path.join(path, "sweep_spec.json")):
-        return "sweep"
-    if os.path.exists(os.path.join(path, "config.json")) and os.path.exists(os.path.join(path, "metrics.jsonl")):
-        return "run"
-    if os.path.exists(os.path.join(path, "audit.json")):
-        return "audit"
-    raise ValueError(f"{path} is neither a sweep (sweep_spec.json), a run (config.json + metrics.jsonl) "
-                     "nor an audit (audit.json) directory")
+    kind = infer_kind(path)
+    if kind in ("sweep", "run", "audit"):
+        return kind
+    if kind in (None, "other"):
+        raise ValueError(f"{path} is neither a sweep (sweep_spec.json), a run (config.json + metrics.jsonl) "
+                         "nor an audit (audit.json) directory")
+    raise ValueError(f"{path} is a {kind} directory, not a sweep, run or audit directory")
 
 
 def sweep_credits(spec: dict) -> dict:
@@ -49,7 +50,7 @@ def sweep_regimes(spec: dict) -> list:
 
 def sweep_cells(path: str, *, finished_only: bool = False) -> dict:
     """`{regime: {cell: run_dir}}` of a sweep directory, in the spec's order (cells on disk only;
-    `finished_only`: only cells with a `summary.json`).
+    `finished_only`: only cells whose `summary.json` reads as strict JSON; a torn one raises).
 
     Cells are arm names, and in `matched` the views `<label-free arm>/to-<label arm>`.
     """
@@ -64,6 +65,7 @@ def sweep_cells(path: str, *, finished_only: bool = False) -> dict:
             names = list(credits)
         for name in names:
             run = os.path.join(path, regime, name)
-            if os.path.exists(os.path.join(run, "summary.json" if finished_only else "metrics.jsonl")):
+            finished = is_finished(run)  # a torn summary.json raises, finished or not
+            if finished if finished_only else os.path.exists(os.path.join(run, "metrics.jsonl")):
                 cells.setdefault(regime, {})[name] = run
     return cells

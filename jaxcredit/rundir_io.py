@@ -11,6 +11,9 @@ trainer and the analysis both use it; it imports neither):
   a rename, so a file is either its old or its new content, never torn.
 - `strict_json(obj)`: JSON without NaN or infinity (strict readers refuse them): a non-finite
   number becomes `null` and its key gets a sibling `<key>_reason` saying why.
+- `read_json`, `read_jsonl`, `is_finished`: the one strict reader of what was written. A torn,
+  empty, non-UTF-8 or non-strict file (or JSON-lines row) is a `TornFile` error naming the file
+  (and line), never a finished cell.
 - `check_writable_dir(path)`: refuse an output path that is a file or not writable before any work.
 - the sweep directory's format: its budget regimes (`REGIMES`, what each means, which ledger
   counter each budgets), the cell of a matched run (`matched_cell`), and one cell's per-seed
@@ -193,37 +196,77 @@ def write_jsonl_atomic(path: str, rows: list[dict]) -> None:
     write_text_atomic(path, "".join(dumps_strict(row, sort_keys=True) + "\n" for row in rows))
 
 
-def read_json(path: str) -> Any:
-    """The JSON value in `path`; `FileNotFoundError` or `ValueError` naming the file otherwise."""
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise FileNotFoundError(f"no {path}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path} is not valid JSON ({error})") from None
+class TornFile(ValueError):
+    """A file that is torn (cut short by a crash) or is not the strict JSON it should hold."""
 
 
-def read_jsonl(path: str) -> list[dict]:
-    """The rows of the JSON-lines file `path`; `FileNotFoundError` when it is missing and
-    `ValueError` naming the file and line of a torn or invalid row."""
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _decode(path: str) -> str:
     try:
-        with open(path) as f:
-            lines = f.read().split("\n")
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8")
     except FileNotFoundError:
         raise FileNotFoundError(f"no {path}") from None
+    except UnicodeDecodeError as error:
+        raise TornFile(f"{path} is not UTF-8 text (byte {error.start})") from None
+
+
+def read_json(path: str, *, expect: type | None = None) -> Any:
+    """The strict JSON value in `path` (no NaN or infinity); with `expect` (e.g. `dict`), a value of
+    that type. `FileNotFoundError` when it is missing, `TornFile` (a `ValueError`) naming the file
+    when it is torn, empty, not UTF-8 or not strict JSON."""
+    text = _decode(path)
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant)
+    except ValueError as error:
+        raise TornFile(f"{path} is torn or not valid JSON ({error})") from None
+    if expect is not None and not isinstance(value, expect):
+        raise TornFile(f"{path} holds a JSON {type(value).__name__}, not a JSON {expect.__name__}")
+    return value
+
+
+def read_jsonl(path: str, *, final_newline: bool = True) -> list[dict]:
+    """The rows of the JSON-lines file `path`, each a strict JSON object; `FileNotFoundError` when
+    it is missing and `TornFile` (a `ValueError`) naming the file and line of a torn or invalid
+    row. Every row this package writes ends in a newline, so a last line without one is torn
+    (`final_newline=False` accepts it, for files other tools wrote)."""
+    lines = _decode(path).split("\n")
     rows = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            raise ValueError(f"{path} line {number} is torn or not valid JSON: {line[:80]!r}") from None
+            row = json.loads(line, parse_constant=_refuse_constant)
+        except ValueError:
+            raise TornFile(f"{path} line {number} is torn or not valid JSON: {line[:80]!r}") from None
         if not isinstance(row, dict):
-            raise ValueError(f"{path} line {number} is not a JSON object")
+            raise TornFile(f"{path} line {number} is not a JSON object")
+        if final_newline and number == len(lines):
+            raise TornFile(f"{path} line {number} is torn (the file does not end with a newline)")
         rows.append(row)
     return rows
+
+
+def is_finished(run_dir: str) -> bool:
+    """Whether the run directory `run_dir` finished: its `summary.json` is a strict JSON object.
+    False when there is none; `TornFile` naming it when it is torn (never counted as finished)."""
+    path = os.path.join(run_dir, "summary.json")
+    if not os.path.lexists(path):
+        return False
+    read_json(path, expect=dict)
+    return True
+
+
+def check_strict_file(path: str) -> None:
+    """Raise `TornFile` naming `path` (and line) unless it reads as strict JSON (`.json`) or JSON
+    lines (`.jsonl`)."""
+    if path.endswith(".jsonl"):
+        read_jsonl(path)
+    else:
+        read_json(path)
 
 
 # ----- output directories ------------------------------------------------------------------------

@@ -1,0 +1,167 @@
+"""What kind each output directory is, and directories published whole or not at all.
+
+Every directory a command writes has a kind, recorded first in a small marker file
+`.jaxcredit-kind` (`{"kind": "sweep", "version": 1}`): `run` (`train`, a sweep's cell), `sweep`,
+`audit` (`audit --out`), `transcripts` (`agent play --out`), `transcript-audit` (`audit
+transcripts --out`) and `page` (the folder beside a results page). A directory without a marker
+(written before markers, or a published record) is recognised by what it holds (`infer_kind`).
+A command writes only into a new (or empty) directory or one of its own kind: `check_kind`
+refuses anything else with one line naming the kind found, before anything is written.
+
+`publish_directory(staged, target)` puts a directory built completely elsewhere (`staging_dir`:
+beside the target, so on the same filesystem) in place of `target` with one atomic exchange
+(`renameat2(RENAME_EXCHANGE)`; two renames where the filesystem has no exchange), then renames
+the files that go with it (a results page's `.md`). `recover_published(target)` finishes or
+undoes an interrupted publication from its journal: before the exchange the old state stays,
+after it the new one is completed. Every step calls `rundir_io.before_file_operation` first.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import glob
+import os
+
+from jaxcredit.rundir_io import (
+    LOCK_NAME,
+    TornFile,
+    before_file_operation,
+    is_leftover,
+    make_dirs,
+    read_json,
+    remove_path,
+    write_json_atomic,
+)
+
+KIND_NAME = ".jaxcredit-kind"
+KIND_VERSION = 1
+KINDS = ("run", "sweep", "audit", "transcripts", "transcript-audit", "page")
+JOURNAL = "publish.json"
+_RENAME_EXCHANGE = 2
+
+
+def infer_kind(path: str) -> str | None:
+    """The kind of the directory `path` from its marker, else from its contents; `None` when it
+    is absent or holds nothing (a lock, leftovers), `"other"` when it holds something else."""
+    if not os.path.isdir(path):
+        return None
+    marker = os.path.join(path, KIND_NAME)
+    if os.path.lexists(marker):
+        found = read_json(marker, expect=dict).get("kind")
+        if found not in KINDS:
+            raise TornFile(f"{marker} names an unknown kind {found!r}; kinds: {', '.join(KINDS)}")
+        return found
+    names = [n for n in os.listdir(path) if n != LOCK_NAME and not is_leftover(n)
+             and not n.startswith(".jaxcredit-probe-")]
+    has = set(names).__contains__
+    if not names:
+        return None
+    if os.path.isfile(os.path.join(path, "record", "page.json")):
+        return "page"
+    for name, kind in (("sweep_spec.json", "sweep"), ("config.json", "run"), ("turns.jsonl", "transcript-audit"),
+                       ("credit_labels.jsonl", "transcript-audit"), ("audit.json", "audit"),
+                       ("transcripts.jsonl", "transcripts")):
+        if has(name):
+            return kind
+    return "other"
+
+
+def check_kind(path: str, kind: str | tuple, command: str) -> str | None:
+    """Refuse (`ValueError`, one line) to let `command` write into `path` unless it is new, empty
+    or of `kind` (one kind or a tuple of kinds); returns the kind found."""
+    kinds = (kind,) if isinstance(kind, str) else tuple(kind)
+    found = infer_kind(path)
+    if found is not None and found not in kinds:
+        what = "files of no jaxcredit kind" if found == "other" else f"a {found} directory"
+        raise ValueError(f"{command} writes only into a new directory or a {' or '.join(kinds)} directory; "
+                         f"{path} holds {what}: nothing written")
+    return found
+
+
+def write_kind(path: str, kind: str) -> None:
+    """Record `kind` in `path`'s marker (first, before the directory's other files)."""
+    assert kind in KINDS, kind
+    marker = os.path.join(path, KIND_NAME)
+    if os.path.lexists(marker) and read_json(marker, expect=dict).get("kind") == kind:
+        return
+    make_dirs(path)
+    write_json_atomic(marker, {"kind": kind, "version": KIND_VERSION})
+
+
+# ----- publishing a directory whole ------------------------------------------------------------------
+def staging_dir(target: str) -> str:
+    """A fresh directory beside `target` to build into: the new `target` is built as
+    `<staging>/<name of target>` and the files going with it beside that."""
+    staging = f"{os.path.abspath(target)}.tmp-{os.getpid()}"
+    remove_path(staging)
+    make_dirs(staging)
+    return staging
+
+
+def _exchange(a: str, b: str) -> bool:
+    """Atomically swap the paths `a` and `b`; False where the system cannot."""
+    try:
+        renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    except (AttributeError, OSError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_cwd = -100
+    if renameat2(at_cwd, os.fsencode(a), at_cwd, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EXDEV):
+        return False
+    raise OSError(code, f"cannot exchange {a} and {b}: {os.strerror(code)}")
+
+
+def publish_directory(staging: str, target: str, *, with_files: tuple = ()) -> None:
+    """Put `<staging>/<basename(target)>` (complete) in place of `target`, then rename each
+    `(name, destination)` of `with_files` from `staging` to its destination, then remove
+    `staging` (holding the old directory). The caller holds the lock that excludes other writers."""
+    target = os.path.abspath(target)
+    new = os.path.join(staging, os.path.basename(target))
+    make_dirs(target)  # a new target: an empty one to exchange with
+    journal = os.path.join(staging, JOURNAL)
+    write_json_atomic(journal, {"new_inode": os.stat(new).st_ino, "target": target,
+                                "with_files": [[name, dest] for name, dest in with_files]})
+    before_file_operation("rename", target)
+    if not _exchange(new, target):
+        os.rename(target, os.path.join(staging, ".old"))
+        before_file_operation("rename", target)
+        os.rename(new, target)
+    _finish(staging)
+
+
+def _finish(staging: str) -> None:
+    journal = read_json(os.path.join(staging, JOURNAL), expect=dict)
+    for name, dest in journal["with_files"]:
+        if os.path.lexists(os.path.join(staging, name)):
+            before_file_operation("rename", dest)
+            try:
+                os.replace(os.path.join(staging, name), dest)
+            except FileNotFoundError:  # another writer finished this publication meanwhile
+                pass
+    remove_path(staging)
+
+
+def recover_published(target: str) -> None:
+    """Finish or undo the interrupted publications of `target` (call it under the lock, before
+    writing): a publication whose exchange happened is completed, any other is removed, leaving
+    the old directory."""
+    target = os.path.abspath(target)
+    for staging in sorted(glob.glob(glob.escape(target) + ".tmp-*")):
+        if not is_leftover(os.path.basename(staging)) or not os.path.isdir(staging):
+            continue
+        old = os.path.join(staging, ".old")
+        if os.path.isdir(old) and not os.path.lexists(target):  # between the two renames
+            before_file_operation("rename", target)
+            os.rename(old, target)
+        try:
+            journal = read_json(os.path.join(staging, JOURNAL), expect=dict)
+        except (OSError, ValueError):
+            journal = None
+        if journal is not None and os.path.isdir(target) and os.stat(target).st_ino == journal.get("new_inode"):
+            _finish(staging)
+        else:
+            remove_path(staging)
