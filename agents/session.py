@@ -1,6 +1,7 @@
 """A whole `jaxcredit agent play` session: build the agent, draw the problems, play into a directory.
 
-`play_into(out, env, agent, problems)` writes `out/transcripts.jsonl` one transcript per line as
+`play_into(out, env, agent, problems)` writes the kind marker (`transcripts`), then
+`out/transcripts.jsonl` one transcript per line (ids `<run id>-p<k>`, the run id random) as
 each episode ends (flushed to disk, so a crash or an agent failure loses nothing played) and,
 last, `out/summary.json`; the directory is locked (`jaxcredit.rundir_io.RunLock`) meanwhile.
 `make_agent(kind, ...)` builds `http`, `uniform` or `optimal`; `draw_problems(env, n, seed)` the
@@ -10,16 +11,18 @@ seeded problems (arithmetic: the family's evaluation set `jaxcredit.envs.problem
 from __future__ import annotations
 
 import os
+import uuid
 
 import jax
 import numpy as np
 
 from jaxcredit.agents.http import ChatCompletionsAgent
-from jaxcredit.agents.loop import play
+from jaxcredit.agents.loop import play, split_problems
 from jaxcredit.agents.reference import OptimalAgent, UniformAgent
 from jaxcredit.env import Environment
 from jaxcredit.envs.arithmetic import Arithmetic
 from jaxcredit.envs.problems import problem_set as evaluation_set
+from jaxcredit.output_dirs import check_kind, write_kind
 from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, write_json_atomic
 
 AGENTS = ("http", "uniform", "optimal")
@@ -65,13 +68,18 @@ def play_into(out: str, env: Environment, agent, problems, *, agent_name: str, p
     """Play `problems` into the directory `out` (see the module docstring); returns the summary:
     problems, played, solved, success rate over the played, the agent's error (None) and paths."""
     out = check_writable_dir(out)
+    check_kind(out, "transcripts", "agent play")
     path = os.path.join(out, TRANSCRIPTS)
+    run_id = uuid.uuid4().hex[:12]  # transcript ids <run id>-p<k>: unique across runs, so files concatenate
+    count = len(split_problems(problems))
     with RunLock(out, "agent play"):
         if os.path.exists(path) and os.path.getsize(path) > 0:
             raise ValueError(f"--out {out} already holds {TRANSCRIPTS}; choose a new directory")
+        write_kind(out, "transcripts")
         open(path, "w").close()
         transcripts = play(env, agent, problems, protocol=protocol, agent_name=agent_name, progress=progress,
-                           batched=batched, on_transcript=lambda t: _append_line(path, t))
+                           batched=batched, on_transcript=lambda t: _append_line(path, t),
+                           ids=[f"{run_id}-p{k}" for k in range(count)])
         errors = [t["error"] for t in transcripts if t["error"]]
         solved = sum(t["outcome"]["success"] for t in transcripts)
         summary = {"agent": agent_name, "env": env.name, "protocol": protocol,

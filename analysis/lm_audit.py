@@ -77,8 +77,12 @@ def _turn_rows(transcript: dict, references: dict) -> list[dict]:
         legal = np.asarray(state.legal_action_mask)
         tl, pos = env.max_turns - int(state.turn), int(env.position_index(state))
         accepted = not isinstance(result, Refusal)
+        prompt = protocol.render_prompt(state)  # from the environment: a stored prompt must agree
+        if turn.get("prompt") is not None and turn["prompt"] != prompt:
+            raise ValueError(f"transcript {transcript['id']} turn {k}: its stored prompt is not the prompt of its "
+                             "problem at this turn (edited problem or prompt?); the audit labels the environment's")
         row = {"transcript": transcript["id"], "turn": k, "turns_left": tl, "position": pos,
-               "prompt": turn.get("prompt") or protocol.render_prompt(state), "reply": turn["reply"],
+               "prompt": prompt, "reply": turn["reply"],
                "accepted": accepted, "action": env.action_name(result) if accepted else None,
                "action_id": int(result) if accepted else None,
                "refusal": None if accepted else result.reason, "category": None, "intended": None,

@@ -3,7 +3,8 @@
 `write_transcript_audit(out, audit, source=...)` writes, in `out`: `audit.json` (the summary and
 one entry per transcript), `turns.jsonl` (every turn's labels), `credit_labels.jsonl` (the
 training export, `lm_audit.credit_labels`), `card.md` / `card.json`, `plots/classes-<ref>.png`,
-`plots/gap-by-turn.png` and `report.md`. Call it under the directory's `RunLock`.
+`plots/gap-by-turn.png` and `report.md`, and the kind marker `.jaxcredit-kind`
+(`transcript-audit`). `audit_transcript_file` builds them beside `out` and publishes them whole.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from jaxcredit.analysis.intent import CATEGORIES  # noqa: E402
 from jaxcredit.analysis.lm_audit import audit_transcripts, credit_labels  # noqa: E402
 from jaxcredit.analysis.plots import plot_credit_by_type  # noqa: E402
 from jaxcredit.envs.transcripts import read_transcripts  # noqa: E402
+from jaxcredit.output_dirs import check_kind, published  # noqa: E402
 from jaxcredit.rundir_io import (  # noqa: E402
-    RunLock,
     check_writable_dir,
     make_dirs,
     write_json_atomic,
@@ -137,11 +138,15 @@ def write_transcript_audit(out: str, audit: dict, *, source: str) -> str:
 
 def audit_transcript_file(path: str, out: str, *, policy=None, progress=None) -> dict:
     """Read, audit and write: `read_transcripts(path)`, `audit_transcripts`, then
-    `write_transcript_audit(out, ...)` under `out`'s lock. Returns the audit with `report` (its path)."""
+    `write_transcript_audit` into a staging directory beside `out`, published whole in its place
+    (`jaxcredit.output_dirs.published`) under `out`'s lock. `out` must be new or a transcript
+    audit; an error leaves it as it was. Returns the audit with `report` (its path)."""
     out = check_writable_dir(out)
+    check_kind(out, "transcript-audit", "audit transcripts")
     transcripts = read_transcripts(path)
-    with RunLock(out, "audit transcripts"):
-        audit = audit_transcripts(transcripts, policy=policy, progress=progress)
-        agents = sorted({str(t.get("agent") or "agent") for t in transcripts})
-        audit["report"] = write_transcript_audit(out, audit, source=", ".join(agents))
+    audit = audit_transcripts(transcripts, policy=policy, progress=progress)
+    agents = sorted({str(t.get("agent") or "agent") for t in transcripts})
+    with published(out, "transcript-audit", "audit transcripts") as staged:
+        write_transcript_audit(staged, audit, source=", ".join(agents))
+    audit["report"] = os.path.join(out, "report.md")
     return audit

@@ -35,6 +35,7 @@ import shutil
 
 import numpy as np
 
+from jaxcredit import rundir_io
 from jaxcredit.analysis.card import cards_for_sweep, cards_markdown
 from jaxcredit.analysis.classes import format_class_table
 from jaxcredit.analysis.compare import compare_sweep
@@ -58,17 +59,14 @@ from jaxcredit.analysis.rundirs import (
 )
 from jaxcredit.comparison import arm_environments, comparison_pairs, format_paired_table
 from jaxcredit.ledger import ACCOUNTS
-from jaxcredit.output_dirs import check_kind, publish_directory, recover_published, staging_dir, write_kind
+from jaxcredit.output_dirs import check_kind, published
 from jaxcredit.rundir_io import (
-    RunLock,
-    before_file_operation,
     check_strict_file,
     check_writable_dir,
     is_finished,
     is_leftover,
     make_dirs,
     regime_meaning,
-    remove_path,
     write_json_atomic,
 )
 from jaxcredit.timing import read_timing
@@ -474,32 +472,24 @@ def write_results_page(sweep_dir: str, page: str, *, command: str | None = None,
             raise ValueError(f"{sweep_dir} has no {RECORD_META}: not a record written by `jaxcredit report --page`")
         meta = read_json(os.path.join(record, RECORD_META), expect=dict)
     page_file = files + ".md"
-    with RunLock(files, "report --page"):
-        recover_published(files)  # an interrupted earlier write: finished or undone first
-        staging = staging_dir(files)
-        try:
-            staged = os.path.join(staging, os.path.basename(files))
-            write_kind(staged, "page")
-            if from_record:
-                copy_record(record, os.path.join(staged, RECORD), None)
-            else:
-                copy_record(sweep_dir, os.path.join(staged, RECORD), meta)
-            staged_page = staged + ".md"
-            if os.path.isfile(page_file):  # its reading is kept
-                before_file_operation("write", staged_page)
-                shutil.copyfile(page_file, staged_page)
-            text = results_page(os.path.abspath(sweep_dir), staged_page, command=meta["command"],
-                                sweep_command=meta["sweep_command"], threshold=threshold,
-                                run_dir_text=meta["run_dir_text"], record_command=meta["record_command"],
-                                sweep_paths=meta["sweep_paths"])
-            missing = [target for target in markdown_links(text) if not os.path.exists(os.path.join(staging, target))]
-            if missing:
-                raise ValueError(f"page {page} would link missing files: {', '.join(missing)}")
-            _write(staged_page, text)
-            publish_directory(staging, files, with_files=((os.path.basename(page_file), page_file),))
-        except BaseException:
-            remove_path(staging)
-            raise
+    with published(files, "page", "report --page", with_files=((os.path.basename(page_file), page_file),)) as staged:
+        if from_record:
+            copy_record(record, os.path.join(staged, RECORD), None)
+        else:
+            copy_record(sweep_dir, os.path.join(staged, RECORD), meta)
+        staged_page = staged + ".md"
+        if os.path.isfile(page_file):  # its reading is kept
+            rundir_io.before_file_operation("write", staged_page)
+            shutil.copyfile(page_file, staged_page)
+        text = results_page(os.path.abspath(sweep_dir), staged_page, command=meta["command"],
+                            sweep_command=meta["sweep_command"], threshold=threshold,
+                            run_dir_text=meta["run_dir_text"], record_command=meta["record_command"],
+                            sweep_paths=meta["sweep_paths"])
+        missing = [target for target in markdown_links(text)
+                   if not os.path.exists(os.path.join(os.path.dirname(staged), target))]
+        if missing:
+            raise ValueError(f"page {page} would link missing files: {', '.join(missing)}")
+        _write(staged_page, text)
     return page
 
 
@@ -516,7 +506,7 @@ def copy_record(sweep_dir: str, record: str, meta: dict | None) -> None:
                 check_strict_file(source)
                 target = os.path.join(record, os.path.relpath(source, sweep_dir))
                 make_dirs(os.path.dirname(target))
-                before_file_operation("write", target)
+                rundir_io.before_file_operation("write", target)
                 shutil.copyfile(source, target)
     make_dirs(record)
     if meta is not None:

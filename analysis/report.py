@@ -20,6 +20,7 @@ from jaxcredit.analysis.formatting import format_number
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
 from jaxcredit.analysis.predictor import predictor_sections
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
+from jaxcredit.output_dirs import check_kind, write_kind
 from jaxcredit.rundir_io import (
     RunLock,
     check_writable_dir,
@@ -217,6 +218,8 @@ def write_audit(path: str, audit: dict, *, locked: bool = False) -> str:
     (strict JSON) and write its report, under the directory's lock (`locked`: the caller already
     holds it, e.g. since before the audit's work); returns the report's path."""
     if locked:
+        check_kind(path, "audit", "audit")
+        write_kind(path, "audit")
         _write_json(os.path.join(path, "audit.json"), audit)
         return _report(path)
     check_writable_dir(path)

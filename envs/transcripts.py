@@ -15,7 +15,9 @@ recomputed by the replay when absent):
 free-form commands) or `menu` (the lettered menu); `reply` is the agent's raw text, or null
 when the agent gave none (it failed: `error` says why, and the transcript ends there).
 `outcome.status` is `solved`, `out of turns`, `error` or `unfinished`. `replay` plays the
-replies again from the problem: the environment, not the file, decides what each reply did.
+replies again from the problem: the environment, not the file, decides what each reply did
+(and the audit refuses a stored `prompt` that is not the one the environment shows). `id` is
+unique within a file (`read_transcripts` refuses a duplicate); every string is valid Unicode.
 
 Host-side only. Bad input raises `ValueError` naming the transcript (and turn) at fault.
 """
@@ -70,10 +72,29 @@ def problem_from_json(env: Environment, obj: Any) -> Any:
     raise ValueError(f"environment {env.name!r} has no transcript problem format; choices: arithmetic, mad")
 
 
+def _check_text(value: Any, where: str) -> None:
+    """Raise `ValueError` naming `where` when a string in `value` is not Unicode text that UTF-8
+    can hold (JSON's `\\ud800` escapes give lone surrogates)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(f"{where}: not valid Unicode text (a lone surrogate at character {error.start})") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(key, where)
+            _check_text(item, where)
+    elif isinstance(value, list):
+        for item in value:
+            _check_text(item, where)
+
+
 def validate_transcript(row: Any, *, where: str = "transcript") -> dict:
-    """`row` with its optional fields filled in, after checking the schema; raises `ValueError`."""
+    """`row` with its optional fields filled in, after checking the schema and that its text is
+    valid Unicode; raises `ValueError` naming `where` (and the turn)."""
     if not isinstance(row, dict):
         raise ValueError(f"{where} is not a JSON object")
+    _check_text({k: v for k, v in row.items() if k != "turns"}, where)
     if row.get("schema", SCHEMA) != SCHEMA:
         raise ValueError(f"{where}: unknown schema {row.get('schema')!r}; this reader knows {SCHEMA}")
     for key in ("env", "problem", "turns"):
@@ -97,16 +118,28 @@ def validate_transcript(row: Any, *, where: str = "transcript") -> dict:
             raise ValueError(f"{where} turn {k}: only the last turn may have no reply (the agent failed)")
         if turn["reply"] is not None and not isinstance(turn["reply"], str):
             raise ValueError(f"{where} turn {k}: reply must be a string or null")
+        if turn.get("prompt") is not None and not isinstance(turn["prompt"], str):
+            raise ValueError(f"{where} turn {k}: prompt must be a string or null")
+        _check_text(turn, f"{where} turn {k}")
     return {**row, "schema": SCHEMA, "env_config": config, "protocol": protocol}
 
 
 def read_transcripts(path: str) -> list[dict]:
-    """Every transcript of a JSONL file, validated (`validate_transcript`), ids filled in."""
-    rows = read_jsonl(path)
-    out = []
+    """Every transcript of a JSONL file, validated (`validate_transcript`), ids filled in
+    (`line-N` where a transcript has none). Ids must be unique: a duplicate is refused naming
+    both lines (`agent play` writes `<run id>-p<k>`, unique across runs, so files concatenate)."""
+    rows = read_jsonl(path, final_newline=False)  # other tools' files may end without a newline
+    out, lines = [], {}
     for number, row in enumerate(rows, start=1):
         row = validate_transcript(row, where=f"{path} line {number}")
-        out.append({**row, "id": row.get("id", f"line-{number}")})
+        row = {**row, "id": row.get("id", f"line-{number}")}
+        if not isinstance(row["id"], str) or not row["id"]:
+            raise ValueError(f"{path} line {number}: id must be a non-empty string")
+        if row["id"] in lines:
+            raise ValueError(f"{path} line {number}: transcript id {row['id']!r} is also the id of line "
+                             f"{lines[row['id']]}; ids must be unique")
+        lines[row["id"]] = number
+        out.append(row)
     if not out:
         raise ValueError(f"{path} holds no transcripts")
     return out

@@ -18,6 +18,7 @@ import sys
 
 from jaxcredit.credit_arms import CREDIT_NAMES
 from jaxcredit.env import MAX_TURNS
+from jaxcredit.output_dirs import check_kind
 from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict
 from jaxcredit.tracking import TRACKERS
 from jaxcredit.validation import INT32_MAX, parse_int
@@ -220,6 +221,7 @@ def _cmd_audit(args) -> None:
         return _cmd_audit_transcripts(args)
     if args.out:
         check_writable_dir(args.out)  # before the work, not after it
+        check_kind(args.out, "audit", "audit")
     env, policy_fn, params, description = _audit_policy(args)
     with RunLock(args.out, "audit") if args.out else contextlib.nullcontext():  # --out is ours from the start
         audit = run_audit(env, policy_fn, params, jax.random.key(args.seed), num_states=args.states,
@@ -512,14 +514,21 @@ def _cmd_audit_transcripts(args) -> None:
 
     if args.file is None or not args.out:
         raise CommandError("audit transcripts needs FILE and --out DIR")
-    bar = None
-    if not args.no_progress:
-        from tqdm import tqdm
+    check_kind(check_writable_dir(args.out), "transcript-audit", "audit transcripts")
+    bars = []  # started at the first audited transcript, so a refused file gives only its one line
 
-        bar = tqdm(desc="audit transcripts", unit="transcript", file=sys.stderr)
-    audit = audit_transcript_file(args.file, args.out, progress=None if bar is None else lambda: bar.update(1))
-    if bar is not None:
-        bar.close()
+    def progress() -> None:
+        if not bars:
+            from tqdm import tqdm
+
+            bars.append(tqdm(desc="audit transcripts", unit="transcript", file=sys.stderr))
+        bars[0].update(1)
+
+    try:
+        audit = audit_transcript_file(args.file, args.out, progress=None if args.no_progress else progress)
+    finally:
+        for bar in bars:
+            bar.close()
     if args.json:
         _print_json({"summary": audit["summary"], "transcripts": audit["transcripts"], "report": audit["report"]})
     else:

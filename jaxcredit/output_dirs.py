@@ -13,20 +13,25 @@ beside the target, so on the same filesystem) in place of `target` with one atom
 (`renameat2(RENAME_EXCHANGE)`; two renames where the filesystem has no exchange), then renames
 the files that go with it (a results page's `.md`). `recover_published(target)` finishes or
 undoes an interrupted publication from its journal: before the exchange the old state stays,
-after it the new one is completed. Every step calls `rundir_io.before_file_operation` first.
+after it the new one is completed. `with published(target, kind, command) as staged:` does it
+all: lock, recover, build into `staged`, publish; on an error nothing of it remains. Every step
+calls `rundir_io.before_file_operation` first.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import errno
 import glob
 import os
+from collections.abc import Iterator
 
+from jaxcredit import rundir_io
 from jaxcredit.rundir_io import (
     LOCK_NAME,
+    RunLock,
     TornFile,
-    before_file_operation,
     is_leftover,
     make_dirs,
     read_json,
@@ -57,8 +62,9 @@ def infer_kind(path: str) -> str | None:
     has = set(names).__contains__
     if not names:
         return None
-    if os.path.isfile(os.path.join(path, "record", "page.json")):
-        return "page"
+    if os.path.isfile(os.path.join(path, "record", "page.json")) or {"sweep_spec.json", "summary.json",
+                                                                     "card.json"} <= set(names):
+        return "page"  # a page's folder copies the spec beside its summary; a sweep has no summary.json
     for name, kind in (("sweep_spec.json", "sweep"), ("config.json", "run"), ("turns.jsonl", "transcript-audit"),
                        ("credit_labels.jsonl", "transcript-audit"), ("audit.json", "audit"),
                        ("transcripts.jsonl", "transcripts")):
@@ -125,10 +131,10 @@ def publish_directory(staging: str, target: str, *, with_files: tuple = ()) -> N
     journal = os.path.join(staging, JOURNAL)
     write_json_atomic(journal, {"new_inode": os.stat(new).st_ino, "target": target,
                                 "with_files": [[name, dest] for name, dest in with_files]})
-    before_file_operation("rename", target)
+    rundir_io.before_file_operation("rename", target)
     if not _exchange(new, target):
         os.rename(target, os.path.join(staging, ".old"))
-        before_file_operation("rename", target)
+        rundir_io.before_file_operation("rename", target)
         os.rename(new, target)
     _finish(staging)
 
@@ -137,7 +143,7 @@ def _finish(staging: str) -> None:
     journal = read_json(os.path.join(staging, JOURNAL), expect=dict)
     for name, dest in journal["with_files"]:
         if os.path.lexists(os.path.join(staging, name)):
-            before_file_operation("rename", dest)
+            rundir_io.before_file_operation("rename", dest)
             try:
                 os.replace(os.path.join(staging, name), dest)
             except FileNotFoundError:  # another writer finished this publication meanwhile
@@ -155,7 +161,7 @@ def recover_published(target: str) -> None:
             continue
         old = os.path.join(staging, ".old")
         if os.path.isdir(old) and not os.path.lexists(target):  # between the two renames
-            before_file_operation("rename", target)
+            rundir_io.before_file_operation("rename", target)
             os.rename(old, target)
         try:
             journal = read_json(os.path.join(staging, JOURNAL), expect=dict)
@@ -165,3 +171,36 @@ def recover_published(target: str) -> None:
             _finish(staging)
         else:
             remove_path(staging)
+
+
+@contextlib.contextmanager
+def published(target: str, kind: str, command: str, *, with_files: tuple = ()) -> Iterator[str]:
+    """Build the new `target` (of `kind`) in the yielded staging directory, then publish it with
+    `with_files` (`(name in the staging directory's parent, destination)`; see `publish_directory`),
+    under `target`'s lock. On an error the staging directory is removed, and `target` too when
+    this call created it (with the folders above it that it created), so the target is left as
+    it was."""
+    target = os.path.abspath(target)
+    created = []  # the directories this call creates for the lock: removed again on an error
+    missing = target
+    while not os.path.lexists(missing):
+        created.append(missing)
+        missing = os.path.dirname(missing)
+    try:
+        with RunLock(target, command):
+            recover_published(target)
+            staging = staging_dir(target)
+            try:
+                staged = os.path.join(staging, os.path.basename(target))
+                write_kind(staged, kind)
+                yield staged
+                publish_directory(staging, target, with_files=with_files)
+            except BaseException:
+                remove_path(staging)
+                raise
+    except BaseException:
+        for directory in created:
+            if os.path.isdir(directory) and not os.listdir(directory):
+                rundir_io.before_file_operation("remove", directory)
+                os.rmdir(directory)
+        raise

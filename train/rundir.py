@@ -2,7 +2,8 @@
 
 A run directory holds:
 
-- `config.json`: the resolved `TrainConfig`, written first;
+- `.jaxcredit-kind`: the kind marker (`run`, `jaxcredit.output_dirs`), written first;
+- `config.json`: the resolved `TrainConfig`;
 - `metrics.jsonl`: one row per evaluation and seed, with every ledger counter;
 - `checkpoints/`: orbax checkpoints of the whole training state (every seed), `latest.json`
   pointing at the newest complete one and `best.json` at the best evaluation's;
@@ -30,6 +31,7 @@ import orbax.checkpoint as ocp
 
 from jaxcredit import rundir_io
 from jaxcredit.checkpoint import quiet_orbax
+from jaxcredit.output_dirs import check_kind, write_kind
 from jaxcredit.rundir_io import read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 
 __all__ = ["RunDir", "read_json", "read_jsonl", "write_json_atomic", "write_jsonl_atomic"]
@@ -73,6 +75,10 @@ class RunDir:
         return "resumable" if os.path.exists(self.config_path) else "new"
 
     def create(self, config_dict: dict) -> None:
+        """Start the run: refuse a directory of another kind (`jaxcredit.output_dirs`), write the
+        kind marker, then `checkpoints/` and `config.json`."""
+        check_kind(self.path, "run", "train")
+        write_kind(self.path, "run")
         rundir_io.make_dirs(self.checkpoint_root)
         write_json_atomic(self.config_path, config_dict)
 

@@ -34,6 +34,7 @@ from jaxcredit.comparison import (
     label_free_arms,
     paired_table,
 )
+from jaxcredit.output_dirs import check_kind, write_kind
 from jaxcredit.rundir_io import (
     REGIME_BUDGET_COUNTERS,
     REGIME_MEANINGS,
@@ -147,7 +148,9 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
     log = check_trackers(log)
     cells = spec.cell_configs(num_seeds=num_seeds)  # every cell's config is valid before any work
     check_writable_dir(out)
+    check_kind(out, "sweep", "sweep")
     with RunLock(out, f"sweep {spec.name}"):  # each cell's run also locks its own directory
+        write_kind(out, "sweep")
         return _run_locked_sweep(spec, cells, out, resume=resume, num_seeds=num_seeds, progress=progress,
                                  backend=backend, ray_address=ray_address, log=log)
 
