@@ -60,12 +60,12 @@ PRESETS: dict[str, SweepSpec] = {
         arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4},
               "exact": {"credit": "exact"}, "critic": {"credit": "critic"}},
         budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
-        cpu_minutes="measured 2026-12-01 on the 2-core CPU, a second study or audits running beside it: attempts "
+        cpu_minutes="measured on a 2-core CPU, a second study or audits running beside it: attempts "
                     "1h38m of training segments (outcome 12m, mc 52m, exact 21m, critic 13m), fixed-steps 3h09m of "
                     "cells' wall time (outcome 1h46m, critic 1h07m, mc 12m, exact 4m); matched: the one outcome "
                     "run (5 seeds) to exact's ~23.3M env steps runs at 230-620 env steps/s per seed beside a second "
                     "study and 780-970 alone (its segments' seconds), about 7-8 hours alone (estimate from those "
-                    "rates; the measured run reached 21.1M before its directory was lost with the machine)",
+                    "rates)",
     ),
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
@@ -81,7 +81,7 @@ PRESETS: dict[str, SweepSpec] = {
               **{f"{objective}-uniform": {**_UNIFORM_VALUES, "objective": objective}
                  for objective in ("dense", "pairwise", "hard")}},
         budgets={"attempts": 4_000, "fixed-steps": 2_000_000},
-        cpu_minutes="measured 2026-12-01 on the 2-core CPU with a second study running beside it (cells' wall "
+        cpu_minutes="measured on a 2-core CPU with a second study running beside it (cells' wall "
                     "time): 6h19m in all: attempts 1h23m, fixed-steps 53m (outcome's 2M env steps 44m of it), "
                     "matched 4h03m (the one outcome run, 2 seeds, to the exact arms' ~12.2M env steps per seed)",
     ),
