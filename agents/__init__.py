@@ -6,9 +6,9 @@ ready-made agents: `ScriptedAgent`, the `UniformAgent` and `OptimalAgent` refere
 """
 
 from jaxcredit.agents.http import ChatCompletionsAgent
-from jaxcredit.agents.loop import AgentError, play, split_problems
+from jaxcredit.agents.loop import AgentError, InvalidReply, play, split_problems
 from jaxcredit.agents.reference import OptimalAgent, ScriptedAgent, UniformAgent
 from jaxcredit.agents.session import AGENTS, draw_problems, make_agent, play_into
 
-__all__ = ["AGENTS", "AgentError", "ChatCompletionsAgent", "OptimalAgent", "ScriptedAgent", "UniformAgent",
-           "draw_problems", "make_agent", "play", "play_into", "split_problems"]
+__all__ = ["AGENTS", "AgentError", "ChatCompletionsAgent", "InvalidReply", "OptimalAgent", "ScriptedAgent",
+           "UniformAgent", "draw_problems", "make_agent", "play", "play_into", "split_problems"]

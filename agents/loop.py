@@ -11,6 +11,8 @@ the transcript schema of `jaxcredit.envs.transcripts`. An agent is
 - an object with `respond(prompts, states, protocol) -> replies`, which also sees the states:
   the reference agents (`jaxcredit.agents.reference`), a view no language model has.
 
+A reply the agent marks invalid (`InvalidReply`: the HTTP agent's reply over its size cap) is
+played as the empty reply, a refused turn, and recorded with `reply: ""` and the reason.
 An agent that raises (a network failure, a timeout, a malformed response) ends its episodes
 with the error: the transcript keeps every turn played, its last turn has `reply: null`, its
 `error` says what happened and its status is `error`; no further problem is started.
@@ -36,6 +38,17 @@ class AgentError(Exception):
     """An agent could not give a reply (network, timeout, malformed response, exhausted script)."""
 
 
+class InvalidReply(Exception):
+    """An agent's reply that cannot be played (e.g. over the size cap): not a failure of the
+    agent but a refused turn, recorded with `reply: ""` and this reason as its `refusal`."""
+
+
+class _Refused(str):
+    """The empty reply played for an `InvalidReply`, carrying its reason."""
+
+    reason: str
+
+
 def split_problems(problems: Any) -> list:
     """A list of single problems from a list or from a batched problem pytree (leaves `[N, ...]`)."""
     if isinstance(problems, (list, tuple)):
@@ -55,7 +68,16 @@ def _responder(agent: Any, batched: bool) -> Callable:
         raise ValueError(f"agent must be callable (prompt -> reply) or have respond(); got {type(agent).__name__}")
     if batched:
         return lambda prompts, states, protocol: agent(list(prompts))
-    return lambda prompts, states, protocol: [agent(prompt) for prompt in prompts]
+
+    def one(prompt: str) -> str:
+        try:
+            return agent(prompt)
+        except InvalidReply as invalid:
+            refused = _Refused("")
+            refused.reason = str(invalid)
+            return refused
+
+    return lambda prompts, states, protocol: [one(prompt) for prompt in prompts]
 
 
 def _turn_record(env: Environment, turn: int, prompt: str, reply: str | None, parsed, state) -> dict:
@@ -118,7 +140,10 @@ def play(env: Environment, agent: Any, problems: Any, *, protocol: str = "text",
                 for k, prompt, reply in zip(live, prompts, replies):
                     turn = int(states[k].turn)
                     states[k], parsed = rules.step(states[k], reply)
-                    records[k]["turns"].append(_turn_record(env, turn, prompt, reply, parsed, states[k]))
+                    record = _turn_record(env, turn, prompt, str(reply), parsed, states[k])
+                    if isinstance(reply, _Refused):  # played as the empty reply: refused, one turn used
+                        record["refusal"] = f"invalid reply: {reply.reason}"
+                    records[k]["turns"].append(record)
             for k in chunk:
                 failed = error is not None and not bool(states[k].done)
                 records[k]["error"] = str(error) if failed else None

@@ -50,6 +50,17 @@ def _integer(low: int | None = 0, high: int | None = INT32_MAX):
     return parse
 
 
+def _seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds > 0, got {text!r}")
+    return value
+
+
 def _print_json(obj) -> None:
     """One strict JSON object on stdout (NaN and infinity become null with a reason)."""
     sys.stdout.write(dumps_strict(obj) + "\n")
@@ -496,6 +507,7 @@ def _cmd_agent_play(args) -> None:
                **({} if args.turns is None else {"max_turns": args.turns}))
     agent, name = make_agent(args.agent, seed=args.seed, base_url=args.base_url, model=args.model,
                              **({"api_key_env": args.api_key_env, "timeout": args.timeout, "retries": args.retries,
+                                 "max_reply_bytes": args.max_reply_bytes,
                                  "temperature": args.temperature, "max_tokens": args.max_tokens, "system": args.system}
                                 if args.agent == "http" else {}))
     summary = play_into(args.out, env, agent, draw_problems(env, args.problems, args.seed), agent_name=name,
@@ -547,7 +559,11 @@ def _add_agent_commands(commands) -> None:
     play.add_argument("--base-url", help="http: the OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
     play.add_argument("--model", help="http: the model name")
     play.add_argument("--api-key-env", default="OPENAI_API_KEY", help="http: environment variable with the API key")
-    play.add_argument("--timeout", type=float, default=60.0, help="http: seconds per request (default 60)")
+    play.add_argument("--timeout", type=_seconds, default=60.0,
+                      help="http: seconds for each whole request: connect, send and read the full reply (default 60)")
+    play.add_argument("--max-reply-bytes", type=_integer(1), default=65536,
+                      help="http: the longest reply in bytes (default 65536); a longer one is an invalid reply, "
+                           "played as a refused turn and recorded with its reason")
     play.add_argument("--retries", type=_integer(0, 100), default=2, help="http: retries per request (default 2)")
     play.add_argument("--temperature", type=float, default=0.0, help="http: sampling temperature (default 0)")
     play.add_argument("--max-tokens", type=_integer(1), default=256, help="http: max tokens per reply")
