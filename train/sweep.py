@@ -150,7 +150,6 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
     check_writable_dir(out)
     check_kind(out, "sweep", "sweep")
     with RunLock(out, f"sweep {spec.name}"):  # each cell's run also locks its own directory
-        write_kind(out, "sweep")
         return _run_locked_sweep(spec, cells, out, resume=resume, num_seeds=num_seeds, progress=progress,
                                  backend=backend, ray_address=ray_address, log=log)
 
@@ -182,6 +181,7 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
         raise ValueError(f"cannot resume {out}: it holds a different sweep ({old.get('name')}; differing: "
                          f"{', '.join(differ)})")
     remove_leftovers(out)
+    write_kind(out, "sweep")  # the kind first, once the sweep is known to be ours to write
     write_json_atomic(sweep_path, spec_dict)
     jobs = []
     for (regime, arm), config in cells.items():
