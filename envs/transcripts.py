@@ -4,7 +4,7 @@ One transcript is one episode, one JSON object per line of a `.jsonl` file (`SCH
 version; fields marked * are required, the others are written by `jaxcredit.agents.play` and
 recomputed by the replay when absent):
 
-    {"schema": "jaxcredit.transcript/1", "id": "p0",  "agent": "http:my-model",
+    {"schema": "jaxcredit.transcript/1", "id": "3f9c2a1b7e04-p0", "agent": "http:my-model",
      "env"*: "arithmetic", "env_config": {"family": "default"}, "protocol": "text",
      "problem"*: {"numbers": [2, 3, 4, 5], "target": 14},      # mad: {"tape": "_ t04 _ _ t09 _ _ _"}
      "turns"*: [{"turn": 0, "prompt": "...", "reply"*: "<ACT>COMBINE 2 + 3 = 5</ACT>",
