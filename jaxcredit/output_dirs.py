@@ -65,12 +65,17 @@ def infer_kind(path: str) -> str | None:
     if os.path.isfile(os.path.join(path, "record", "page.json")) or {"sweep_spec.json", "summary.json",
                                                                      "card.json"} <= set(names):
         return "page"  # a page's folder copies the spec beside its summary; a sweep has no summary.json
-    for name, kind in (("sweep_spec.json", "sweep"), ("config.json", "run"), ("turns.jsonl", "transcript-audit"),
+    for name, kind in (("sweep_spec.json", "sweep"), ("config.json", "run"), ("matched.json", "run"),
+                       ("turns.jsonl", "transcript-audit"),
                        ("credit_labels.jsonl", "transcript-audit"), ("audit.json", "audit"),
                        ("transcripts.jsonl", "transcripts")):
         if has(name):
             return kind
     return "other"
+
+
+def _a(kind: str) -> str:
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
 
 
 def check_kind(path: str, kind: str | tuple, command: str) -> str | None:
@@ -79,8 +84,8 @@ def check_kind(path: str, kind: str | tuple, command: str) -> str | None:
     kinds = (kind,) if isinstance(kind, str) else tuple(kind)
     found = infer_kind(path)
     if found is not None and found not in kinds:
-        what = "files of no jaxcredit kind" if found == "other" else f"a {found} directory"
-        raise ValueError(f"{command} writes only into a new directory or a {' or '.join(kinds)} directory; "
+        what = "files of no jaxcredit kind" if found == "other" else f"{_a(found)} directory"
+        raise ValueError(f"{command} writes only into a new directory or {' or '.join(map(_a, kinds))} directory; "
                          f"{path} holds {what}: nothing written")
     return found
 

@@ -23,6 +23,7 @@ import pytest
 
 from jaxcredit import rundir_io
 from jaxcredit.cli import main
+from jaxcredit.output_dirs import KIND_NAME
 from jaxcredit.rundir_io import LOCK_NAME, RunLock
 from jaxcredit.train import RunDir, SweepSpec, config_from_dict, run_sweep, run_training
 from jaxcredit.train.rundir import read_json, read_jsonl
@@ -106,12 +107,13 @@ def test_crash_before_each_file_operation_of_a_run_then_resume(reference_run):
     reference, summary, snapshots = reference_run
     kinds = {kind for kind, _ in snapshots.ops}
     assert kinds == {"mkdir", "lock", "write", "rename", "checkpoint", "remove", "unlock"}
-    assert len(snapshots.ops) == 24 and LOCK_NAME not in os.listdir(reference)
+    assert len(snapshots.ops) == 26 and LOCK_NAME not in os.listdir(reference)
+    assert snapshots.ops[2:4] == [("write", f"{KIND_NAME}.tmp-{os.getpid()}"), ("rename", KIND_NAME)]  # kind first
     finished_from = 1 + snapshots.ops.index(("rename", "summary.json"))
     for i, (op, copy) in enumerate(zip(snapshots.ops, snapshots.copies)):
         why = f"crash before operation {i}: {op}"
         status = RunDir(copy).status() if copy else "absent"
-        assert status == ("absent" if i == 0 else "new" if i <= 4 else "finished" if i >= finished_from
+        assert status == ("absent" if i == 0 else "new" if i <= 6 else "finished" if i >= finished_from
                           else "resumable"), why
         out = os.path.join(snapshots.where, f"resumed-{i:03d}")  # the snapshot itself stays as it was
         if copy:
@@ -120,7 +122,7 @@ def test_crash_before_each_file_operation_of_a_run_then_resume(reference_run):
         assert_same_run(out, reference, summary, why)
 
 
-@pytest.mark.parametrize("at", [4, 20])  # before config.json is in place; between the two policies
+@pytest.mark.parametrize("at", [6, 22])  # before config.json is in place; between the two policies
 def test_an_exception_at_a_file_operation_then_resume(at, reference_run, tmp_path, monkeypatch):
     reference, summary, _ = reference_run
     out = str(tmp_path / "run")
@@ -224,18 +226,21 @@ def test_crash_in_a_two_cell_sweep_then_resume(tmp_path):
         table = run_sweep(SWEEP, str(tmp_path / "ref"), progress=False)
     ops = snapshots.ops
     in_cells = [i for i, (_, path) in enumerate(ops) if path.startswith("attempts/")]
-    assert len(ops) - len(in_cells) == 9 and len(in_cells) >= 24 + 30
+    assert len(ops) - len(in_cells) == 11 and len(in_cells) >= 26 + 32
     # The sweep's own operations, and inside the cells (runs, tested at every operation above) those
     # that change a cell's state: created, locked, config in place, first checkpoint, a later
     # segment's checkpoint, summary in place, unlocked (all for the second cell; for the first, its
     # config and its summary about to be in place). Each case before the first cell costs a whole
-    # sweep, so of the four identical states there (nothing started) two are kept.
+    # sweep, so of the six states there with nothing started two are kept.
     changes = {("mkdir", ""), ("lock", LOCK_NAME), ("rename", "config.json"), ("checkpoint", "checkpoints/latest-0"),
                ("checkpoint", "checkpoints/best-1"), ("rename", "summary.json"), ("unlock", LOCK_NAME)}
     chosen = [i for i in in_cells if (ops[i][0], ops[i][1].split("/", 2)[2] if ops[i][1].count("/") > 1 else "")
               in changes and (ops[i][1].startswith("attempts/longer") or ops[i][0] == "rename")]
-    # Before the first cell the sweep directory is empty (locked) or holds sweep_spec.json's temporary file.
-    skipped = set(in_cells) - set(chosen) | {0, 2}
+    # Before the first cell the sweep directory is empty (locked), holds its kind marker (or the marker's
+    # temporary file), or also sweep_spec.json's temporary file: kept are the empty one and the last.
+    assert ops[2:6] == [("write", f"{KIND_NAME}.tmp-{os.getpid()}"), ("rename", KIND_NAME),
+                        ("write", f"sweep_spec.json.tmp-{os.getpid()}"), ("rename", "sweep_spec.json")]
+    skipped = set(in_cells) - set(chosen) | {0, 2, 3, 4}
     assert len(chosen) == 7 + 2
     for i, copy in enumerate(snapshots.copies):
         if i in skipped:
@@ -289,7 +294,10 @@ def test_a_second_process_on_a_locked_directory_gets_one_line_and_changes_nothin
             assert main(argv + ["--no-progress"] if argv[0] == "audit" else argv) == 2, argv
             err = capsys.readouterr().err
             assert err.count("\n") == 1 and "Traceback" not in err, err
-            assert f"is in use by train (pid {holder.pid} on " in err, err
+            # an audit into a run directory is refused for its kind, before the lock is even tried
+            expected = "holds a run directory: nothing written" if argv[0] == "audit" else \
+                f"is in use by train (pid {holder.pid} on "
+            assert expected in err, err
             assert tree_digest(out) == before, argv
         with pytest.raises(ValueError, match="is in use by train"):
             RunLock(out, "library call").acquire()
