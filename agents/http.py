@@ -13,8 +13,9 @@ incomplete body, a connection reset mid-body), HTTP 429 and 5xx are retried `ret
 with exponential backoff; any other HTTP error, and a response that is not the expected JSON,
 raise `AgentError` at once with a one-line reason. A reply longer than `max_reply_bytes`
 (UTF-8; the response body is read only up to that plus `ENVELOPE_BYTES` for the JSON around
-it) is not an agent failure but an invalid reply: `InvalidReply`, which the agent loop plays
-as a refused turn and records with its reason.
+it), or one that is not valid Unicode (a lone surrogate), is not an agent failure but an
+invalid reply: `InvalidReply`, which the agent loop plays as a refused turn and records with its
+reason.
 """
 
 from __future__ import annotations
@@ -163,7 +164,12 @@ class ChatCompletionsAgent:
                 raise InvalidReply(f"the response passed {self.max_reply_bytes + ENVELOPE_BYTES} bytes "
                                    f"(--max-reply-bytes {self.max_reply_bytes} plus the JSON around it)") from None
             content = self._content(raw)
-            size = len(content.encode("utf-8", "surrogatepass"))
+            try:
+                content.encode("utf-8")
+            except UnicodeEncodeError as error:  # JSON's \ud800 escapes decode to lone surrogates
+                raise InvalidReply(f"the reply is not valid Unicode text (a lone surrogate at character "
+                                   f"{error.start})") from None
+            size = len(content.encode("utf-8"))
             if size > self.max_reply_bytes:
                 raise InvalidReply(f"the reply has {size} bytes, over --max-reply-bytes {self.max_reply_bytes}")
             return content

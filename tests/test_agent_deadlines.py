@@ -96,3 +96,14 @@ def test_timeout_must_be_positive():
     for bad in (0.0, -1.0):
         with pytest.raises(ValueError, match="timeout must be a number of seconds > 0"):
             ChatCompletionsAgent("http://127.0.0.1:9/v1", "m", timeout=bad)
+
+
+def test_a_reply_that_is_not_unicode_is_a_refused_turn():
+    body = b'{"choices": [{"message": {"role": "assistant", "content": "<ACT>UNDO</ACT>\\ud800"}}]}'
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    server = Server([("send", head + body)] + [("send", _ok("<ACT>UNDO</ACT>"))] * (ENV.max_turns - 1))
+    agent = ChatCompletionsAgent(server.url, "m", timeout=5.0, retries=0)
+    transcript = play(ENV, agent, [ENV.make_problem([2, 3, 4, 5], 14)])[0]
+    first = transcript["turns"][0]
+    assert first["reply"] == "" and first["refusal"] == (
+        "invalid reply: the reply is not valid Unicode text (a lone surrogate at character 15)")
