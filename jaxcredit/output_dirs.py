@@ -66,7 +66,7 @@ def infer_kind(path: str) -> str | None:
                                                                      "card.json"} <= set(names):
         return "page"  # a page's folder copies the spec beside its summary; a sweep has no summary.json
     for name, kind in (("sweep_spec.json", "sweep"), ("config.json", "run"), ("matched.json", "run"),
-                       ("turns.jsonl", "transcript-audit"),
+                       ("schedule.json", "run"), ("turns.jsonl", "transcript-audit"),
                        ("credit_labels.jsonl", "transcript-audit"), ("audit.json", "audit"),
                        ("transcripts.jsonl", "transcripts")):
         if has(name):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import time
 
 TRACKERS = ("tensorboard", "mlflow")
 _MODULES = {"tensorboard": "tensorboardX", "mlflow": "mlflow"}
@@ -63,7 +64,8 @@ class _TensorBoard:
         if seed not in self._writers:
             from tensorboardX import SummaryWriter
 
-            writer = SummaryWriter(os.path.join(self._root, f"seed-{seed}"))
+            # a resumed run opens a second event file: a unique suffix keeps the first (same second, same host)
+            writer = SummaryWriter(os.path.join(self._root, f"seed-{seed}"), filename_suffix=f".{time.time_ns()}")
             writer.add_text("config", json.dumps(self._config, sort_keys=True), 0)
             self._writers[seed] = writer
         return self._writers[seed]
@@ -124,12 +126,15 @@ class Tracker:
         if os.path.exists(self._path):
             with open(self._path) as f:
                 self._logged = int(json.load(f).get("rows_logged", 0))
-        self._backends = [_BACKENDS[kind](run_dir, config) for kind in self._kinds]
+        self._run_dir, self._config, self._backends = run_dir, config, None
 
     def log_rows(self, rows: list) -> None:
-        """Send `rows[n:]` to every backend, `n` the rows logged before; then record the count."""
-        if not self._backends or len(rows) <= self._logged:
+        """Send `rows[n:]` to every backend, `n` the rows logged before; then record the count.
+        The backends open on the first call, once the run directory holds its run."""
+        if not self._kinds or len(rows) <= self._logged:
             return
+        if self._backends is None:
+            self._backends = [_BACKENDS[kind](self._run_dir, self._config) for kind in self._kinds]
         for row in rows[self._logged:]:
             for backend in self._backends:
                 backend.log(row)
@@ -140,7 +145,7 @@ class Tracker:
         os.replace(tmp, self._path)
 
     def close(self) -> None:
-        for backend in self._backends:
+        for backend in self._backends or ():
             backend.close()
 
 
