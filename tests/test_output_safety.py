@@ -145,6 +145,14 @@ CASES = {
                                   ["audit-a"]),
     "agent play into a sweep": (["agent", "play", "--agent", "uniform", "--problems", "1", "--out", "W/tiny-sweep",
                                  "--no-progress"], None, "holds a sweep directory", ["tiny-sweep"]),
+    "train into a sweep": (["train", "--env", "mad", "--out", "W/tiny-sweep", "--no-progress", "--set",
+                            'env_overrides={"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, '
+                            '"max_turns": 5}', "--set", "d_model=32", "--set", "num_layers=1", "--set", "num_heads=2",
+                            "--set", "mlp_dim=64", "--set", "budget=64", "--set", "num_seeds=1", "--set",
+                            "holdout_fraction=0.0", "--set", "eval_problems=64"], None,
+                           "train writes only into a new directory or a run directory; ", ["tiny-sweep"]),
+    "sweep into a run": (["sweep", "--preset", "quick", "--out", "W/tiny-sweep/attempts/mc", "--no-progress"], None,
+                         "holds a run directory: nothing written", ["tiny-sweep"]),
     "timeout 0": (["agent", "play", "--agent", "http", "--base-url", "http://127.0.0.1:9/v1", "--model", "m",
                    "--timeout", "0", "--out", "W/new"], None, "--timeout: must be a number of seconds > 0", []),
 }
