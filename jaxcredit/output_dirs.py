@@ -156,11 +156,25 @@ def _finish(staging: str) -> None:
     remove_path(staging)
 
 
+def _restore_moved_away(target: str) -> None:
+    """Where the filesystem has no exchange: a crash between the two renames left no `target`
+    and the old directory in a staging directory's `.old`; put it back."""
+    if os.path.lexists(target):
+        return
+    for staging in sorted(glob.glob(glob.escape(target) + ".tmp-*")):
+        old = os.path.join(staging, ".old")
+        if is_leftover(os.path.basename(staging)) and os.path.isdir(old):
+            rundir_io.before_file_operation("rename", target)
+            os.rename(old, target)
+            return
+
+
 def recover_published(target: str) -> None:
     """Finish or undo the interrupted publications of `target` (call it under the lock, before
     writing): a publication whose exchange happened is completed, any other is removed, leaving
     the old directory."""
     target = os.path.abspath(target)
+    _restore_moved_away(target)
     for staging in sorted(glob.glob(glob.escape(target) + ".tmp-*")):
         if not is_leftover(os.path.basename(staging)) or not os.path.isdir(staging):
             continue
@@ -186,6 +200,7 @@ def published(target: str, kind: str, command: str, *, with_files: tuple = ()) -
     this call created it (with the folders above it that it created), so the target is left as
     it was."""
     target = os.path.abspath(target)
+    _restore_moved_away(target)  # before the lock, which would create an empty target
     created = []  # the directories this call creates for the lock: removed again on an error
     missing = target
     while not os.path.lexists(missing):

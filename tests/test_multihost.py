@@ -60,7 +60,8 @@ def test_two_process_training_run_matches_one_process(tmp_path):
     # only process 0 prints the summary; the run directory is complete and written once
     assert summary_line(outs[0]) == single_summary
     assert not any(line.startswith("{") for line in outs[1].splitlines())
-    assert sorted(os.listdir(multi)) == ["checkpoints", "config.json", "metrics.jsonl", "policies", "summary.json"]
+    assert sorted(os.listdir(multi)) == [".jaxcredit-kind", "checkpoints", "config.json", "metrics.jsonl", "policies",
+                                         "summary.json"]
     assert sorted(os.listdir(os.path.join(multi, "policies"))) == ["seed-0", "seed-1"]
     with open(os.path.join(multi, "checkpoints", "latest.json")) as f:
         assert json.load(f)["eval_index"] == 2

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxcredit import rundir_io
+from jaxcredit import output_dirs, rundir_io
 from jaxcredit.analysis import lm_report, write_results_page
 from jaxcredit.analysis.lm_audit import audit_transcripts
 from jaxcredit.analysis.lm_report import audit_transcript_file
@@ -254,10 +254,11 @@ class Crasher:
         self.count += 1
 
 
-def _crash_every_operation(monkeypatch, setup, write, state, recover):
+def _crash_every_operation(monkeypatch, setup, write, state, recover, *, whole_before_recovery=True):
     """`setup()` makes the old state, `write()` the new; returns the number of operations after
     checking that a crash before each one leaves (after `recover()`, which the next writer runs
-    first) the old state or the new, and that without recovery each object is old or new."""
+    first) the old state or the new, and (`whole_before_recovery`) that without recovery each
+    object is old or new."""
     setup()
     old = state()
     counter = Crasher()
@@ -273,7 +274,7 @@ def _crash_every_operation(monkeypatch, setup, write, state, recover):
             write()
         monkeypatch.undo()
         left = state()
-        for part in set(left) - {"staging"}:
+        for part in set(left) - {"staging"} if whole_before_recovery else ():
             assert left[part] in (old[part], new[part]), (at, part)  # each object whole, before recovery
         recover()
         assert state() in (old, new), at
@@ -303,7 +304,10 @@ def test_crash_at_every_operation_of_the_page_writer(tmp_path, monkeypatch):
     assert count == 62  # the record's copies, the plots' folder, the JSON files, the exchange, the page
 
 
-def test_crash_at_every_operation_of_the_transcript_audit_writer(work, tmp_path, monkeypatch):
+@pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "two renames"])
+def test_crash_at_every_operation_of_the_transcript_audit_writer(exchange, work, tmp_path, monkeypatch):
+    """With the atomic exchange each object is whole at every instant; where a filesystem has
+    none, the two renames leave a moment without the target, which the next writer restores."""
     out = tmp_path / "audit"
 
     def state():
@@ -316,11 +320,13 @@ def test_crash_at_every_operation_of_the_transcript_audit_writer(work, tmp_path,
     def write():
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(lm_report, "audit_transcripts", lambda *args, **kwargs: copy.deepcopy(labelled))
+            if not exchange:
+                patch.setattr(output_dirs, "_exchange", lambda a, b: False)
             audit_transcript_file(source, str(out))
 
     count = _crash_every_operation(monkeypatch, lambda: _reset(work / "audit-a", out), write, state,
-                                   lambda: recover_published(str(out)))
-    assert count == 23  # lock, staging, marker, 5 JSON files, card.md, report.md, journal, exchange, cleanup
+                                   lambda: recover_published(str(out)), whole_before_recovery=exchange)
+    assert count == 23 + (not exchange)  # lock, staging, marker, 5 JSON files, card, report, journal, exchange
 
 
 def test_an_error_mid_write_leaves_the_page_as_it_was(tmp_path, monkeypatch, capsys):
