@@ -667,6 +667,8 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("JAXCREDIT_DEBUG"):
             raise
         message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        if isinstance(error, OSError) and error.strerror and error.filename:  # not "[Errno 1] ..."
+            message = f"{error.filename}: {error.strerror}"
         print(f"jaxcredit: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
