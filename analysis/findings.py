@@ -11,7 +11,7 @@ can be rebuilt from its summary alone.
 
 from __future__ import annotations
 
-from jaxcredit.comparison import finding_sentence
+from jaxcredit.comparison import finding_sentence, is_resolved
 from jaxcredit.rundir_io import regime_meaning
 from jaxcredit.stats import MIN_RELIABLE_SEEDS
 
@@ -20,10 +20,6 @@ MAX_FINDINGS = 6  # bullets: one per regime, so a page of three regimes has thre
 
 def _compared(rows: dict) -> list:
     return [entry for entry in rows.values() if entry.get("reference") is not None]
-
-
-def _resolved(d: dict) -> bool:
-    return d["low"] is not None and (d["low"] > 0 or d["high"] < 0)
 
 
 def _unresolved_text(entries: list) -> str:
@@ -44,8 +40,8 @@ def findings_lines(comparison: dict) -> list:
         entries = _compared(rows)
         if not entries:
             continue
-        resolved = [finding_sentence(regime, e) for e in entries if _resolved(e["vs_reference"]["final_success"])]
-        open_rows = [e for e in entries if not _resolved(e["vs_reference"]["final_success"])]
+        resolved = [finding_sentence(regime, e) for e in entries if is_resolved(e["vs_reference"]["final_success"])]
+        open_rows = [e for e in entries if not is_resolved(e["vs_reference"]["final_success"])]
         claims = resolved + ([f"no difference resolved for {_unresolved_text(open_rows)}, n = "
                               f"{min(e['num_seeds'] for e in open_rows)}"] if open_rows else [])
         bullets.append(f"- **{regime}** ({regime_meaning(regime)}): {'; '.join(claims)}.")
@@ -65,7 +61,7 @@ def not_shown_lines(comparison: dict, missing: list) -> list:
         lines.append(f"- Population-level effects: n = {', '.join(map(str, seeds))} paired seeds{few}. An interval "
                      "that spans 0 is inconclusive, not evidence of no difference.")
     unresolved = [f"{entry['arm']} vs {entry['reference']} ({regime})" for regime, rows in comparison["regimes"].items()
-                  for entry in _compared(rows) if not _resolved(entry["vs_reference"]["final_success"])]
+                  for entry in _compared(rows) if not is_resolved(entry["vs_reference"]["final_success"])]
     if unresolved:
         lines.append("- Which side is better in " + ", ".join(unresolved) + ": no difference is resolved there.")
     shared = sorted({ref for note in comparison.get("notes", {}).values()

@@ -249,6 +249,11 @@ REGIME_PHRASES = {"attempts": "at equal attempts", "fixed-steps": "at equal tota
                   "steps": "at equal total env steps"}  # `matched`: at the label arm's own total
 
 
+def is_resolved(d: dict) -> bool:
+    """Whether a `paired_t` result's interval excludes 0 (False without an interval)."""
+    return d["low"] is not None and (d["low"] > 0 or d["high"] < 0)
+
+
 def finding_sentence(regime: str, entry: dict, *, measure: str = "final_success") -> str:
     """One plain sentence for one row of a `paired_table` regime: who wins by how much, with the
     interval and n, or that no difference is resolved (the interval spans 0 or is undefined).
@@ -275,5 +280,5 @@ def finding_sentences(table: dict, *, measure: str = "final_success") -> list:
 
 
 __all__ = ["LABEL_FREE_CREDITS", "MEASURES", "MIN_RELIABLE_SEEDS", "Pair", "arm_credits", "arm_environments",
-           "arm_references", "budget_text", "comparison_pairs", "finding_sentence", "finding_sentences",
+           "arm_references", "budget_text", "comparison_pairs", "finding_sentence", "finding_sentences", "is_resolved",
            "format_paired_table", "label_arms", "label_free_arms", "paired_table"]
