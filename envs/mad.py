@@ -73,6 +73,10 @@ class MadSelectiveCopy(Environment):
     def submit_action(self) -> int:
         return 2 * self.length
 
+    def is_answer_action(self, action: int) -> bool:
+        """`submit` answers."""
+        return action == self.submit_action
+
     # ----- problems -----
     def sample_problem(self, key: jax.Array) -> jax.Array:
         """int32 `[length]` tape: a uniform number of useful cells in `[min_useful, max_useful]`

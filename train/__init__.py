@@ -1,7 +1,7 @@
 """jaxcredit.train: configs and presets, the training loop, sweeps, run directories."""
 
 from jaxcredit.train.backends import BACKENDS, run_cells
-from jaxcredit.train.config import CREDITS, TrainConfig, config_from_dict
+from jaxcredit.train.config import TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training, summarize
 from jaxcredit.train.loop import Trainer, TrainState, make_train
 from jaxcredit.train.matched import run_matched
@@ -11,7 +11,6 @@ from jaxcredit.train.sweep import SweepSpec, format_table, run_sweep, sweep_tabl
 
 __all__ = [
     "BACKENDS",
-    "CREDITS",
     "PRESETS",
     "RunDir",
     "SweepSpec",

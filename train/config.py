@@ -1,10 +1,12 @@
 """Training configuration: one frozen dataclass, validated before anything is traced.
 
-`TrainConfig` holds everything a run needs (environment, credit arm, batch, optimiser, policy
-size, budget, evaluation); `config_from_dict` builds one from JSON-like data and names any
-unknown field with the choices. The budget is a ledger counter and an amount: a run ends when
-`ledger[budget_counter] >= budget` (checked after every iteration), and evaluates each time the
-counter crosses another `budget / num_evals`.
+`TrainConfig` holds everything a run needs (environment, credit arm and its options, batch,
+optimiser, policy size, budget, evaluation); `config_from_dict` builds one from JSON-like data
+and names any unknown field with the choices. The credit arm's own hyper-parameters are its
+options (`credit_options`, the arm's frozen dataclass, `jaxcredit.arm_registry`), set as a JSON
+object or one at a time by dotted name, `credit_options.NAME`. The budget is a ledger counter
+and an amount: a run ends when `ledger[budget_counter] >= budget` (checked after every
+iteration), and evaluates each time the counter crosses another `budget / num_evals`.
 """
 
 from __future__ import annotations
@@ -12,14 +14,19 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxcredit.credit_arms import CREDIT_ARMS, CREDIT_NAMES
+from jaxcredit.arm_registry import (
+    CREDIT_ARMS,
+    OPTIONS_FIELD,
+    ArmOptions,
+    credit_arm,
+    credit_names,
+    legacy_field_names,
+    options_to_dict,
+    split_options,
+)
 from jaxcredit.objectives import OBJECTIVES
 from jaxcredit.validation import INT32_MAX, require_float, require_int
 
-CREDITS = CREDIT_NAMES  # the registered credit arms (jaxcredit.credit_arms)
-OUTCOME_BASELINES = ("grpo", "rloo", "mean")
-MC_VARIANTS = ("td", "q")
-SOLVER_POLICIES = ("uniform", "optimal", "soft")
 LOSS_NORMALISATIONS = ("step", "sequence")
 BUDGET_COUNTERS = ("main_episodes", "total_env_steps")
 MAX_BUDGET = 2**31 - 1  # the ledger's int32 counters
@@ -33,29 +40,11 @@ class TrainConfig:
       env: the environment's name (`jaxcredit.envs.make`): `mad` or `arithmetic`.
       env_overrides: environment configuration fields replacing its defaults (a JSON object; kept
         as sorted `(field, value)` pairs), e.g. `{"length": 5}`.
-      credit: the credit arm, one of `CREDITS` (outcome, mc, exact, solver, anchor, critic, predictor).
-      outcome_baseline: the outcome arm's baseline within each problem's group of attempts:
-        `grpo` (mean and standard deviation), `rloo` (leave-one-out mean) or `mean`.
-      mc_variant: the mc arm's advantage: `td` (`r_t + V(s_{t+1}) - V(s_t)`) or `q` (`Q(s_t, a_t) - V(s_t)`).
-      mc_continuations: K, Monte Carlo continuations per state (mc) or per action (mc `q`).
-      solver_policy: the solver arm's reference policy μ: `uniform`, `optimal` (hard max) or `soft`.
-      solver_weight: the factor the solver arm's `Q^μ - V^μ` advantage is multiplied by.
-      solver_temperature: the Boltzmann temperature of `solver_policy="soft"`, in success
-        probability (`jaxcredit.solver.DEFAULT_TEMPERATURE`).
-      solver_add_outcome: the solver arm adds the outcome advantage to its own.
-      anchor_weight: the anchor (GiGPO) arm's weight of the advantage within identical positions.
-      anchor_discount: the anchor arm's discount of step returns (GiGPO's 0.95).
-      critic_label_states: states per iteration the critic arm labels with Monte Carlo returns.
-      critic_continuations: Monte Carlo continuations per labelled state (critic arm).
-      critic_coef: the weight of the critic's squared error in the loss.
-      critic_lambda: the critic arm's GAE λ (PPO's 0.95; 0: the one-step TD advantage).
-      predictor_states: the predictor arm's dataset size: states visited by the initial policy (one
-        per episode of a training problem), every legal action of each labelled once before training.
-      predictor_continuations: K, the continuations per (state, legal action) of the predictor's labels.
-      predictor_steps: full-batch Adam steps fitting the predictor to its dataset.
-      predictor_learning_rate: the learning rate of those steps.
-      predictor_eval_states: held-out states (one per validation problem) the fitted predictor is
-        scored on against exact values; 0: not scored (an environment too large to enumerate).
+      credit: the credit arm, a registered name (`jaxcredit.arm_registry.credit_names()`: outcome, mc,
+        exact, solver, anchor, critic, predictor, and any a plugin registers).
+      credit_options: the arm's options, an instance of its `options` class (`CREDIT_ARMS[credit].options`;
+        None: its defaults), written in `config.json` as a JSON object; a dict sets some of them
+        over the defaults, and `credit_options.NAME` (in `config_from_dict` or `--set`) sets one.
       problems_per_iteration: P, problems drawn per iteration.
       attempts_per_problem: G, main attempts of each problem per iteration (the outcome baselines'
         group; `rloo` needs at least 2).
@@ -92,24 +81,7 @@ class TrainConfig:
     env: str = "mad"
     env_overrides: tuple[tuple[str, Any], ...] = ()
     credit: str = "outcome"
-    outcome_baseline: str = "grpo"
-    mc_variant: str = "td"
-    mc_continuations: int = 4
-    solver_policy: str = "uniform"
-    solver_weight: float = 1.0
-    solver_temperature: float = 0.3
-    solver_add_outcome: bool = False
-    anchor_weight: float = 1.0
-    anchor_discount: float = 0.95
-    critic_label_states: int = 32
-    critic_continuations: int = 4
-    critic_coef: float = 1.0
-    critic_lambda: float = 0.95
-    predictor_states: int = 256
-    predictor_continuations: int = 4
-    predictor_steps: int = 500
-    predictor_learning_rate: float = 1e-3
-    predictor_eval_states: int = 64
+    credit_options: Any = None
     problems_per_iteration: int = 16
     attempts_per_problem: int = 4
     learning_rate: float = 1e-3
@@ -150,45 +122,44 @@ class TrainConfig:
         def number(field, low=0.0):
             require_float(f"config.{field}", getattr(self, field), low)
 
-        choice("credit", CREDITS)
-        choice("outcome_baseline", OUTCOME_BASELINES)
-        choice("mc_variant", MC_VARIANTS)
-        choice("solver_policy", SOLVER_POLICIES)
+        choice("credit", credit_names())
+        self._set_options()
         choice("budget_counter", BUDGET_COUNTERS)
         choice("loss_normalisation", LOSS_NORMALISATIONS)
-        for field in ("mc_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
-                      "ppo_epochs", "d_model", "num_layers", "num_heads", "mlp_dim", "num_evals",
-                      "eval_problems", "validation_problems", "num_seeds", "shard_devices", "predictor_states",
-                      "predictor_continuations", "predictor_steps"):
+        for field in ("problems_per_iteration", "attempts_per_problem", "ppo_epochs", "d_model", "num_layers",
+                      "num_heads", "mlp_dim", "num_evals", "eval_problems", "validation_problems", "num_seeds",
+                      "shard_devices"):
             integer(field, 1)
-        integer("predictor_eval_states", 0)
-        integer("attempts_per_problem", 2 if self.outcome_baseline == "rloo" else 1)
         integer("budget", 1, MAX_BUDGET)
         integer("eval_seed", 0)
         integer("seed", 0, INT32_MAX - self.num_seeds + 1)  # seeds seed .. seed + num_seeds - 1 are int32
         integer("episodes_per_iteration", 1)
-        for field in ("learning_rate", "clip_epsilon", "entropy_coef", "max_grad_norm", "critic_coef",
-                      "solver_weight", "anchor_weight"):
+        for field in ("learning_rate", "clip_epsilon", "entropy_coef", "max_grad_norm"):
             number(field)
-        if not isinstance(self.solver_add_outcome, bool):
-            raise ValueError(f"config.solver_add_outcome must be true or false, got {self.solver_add_outcome!r}")
-        require_float("config.anchor_discount", self.anchor_discount, 0.0, 1.0)
-        require_float("config.critic_lambda", self.critic_lambda, 0.0, 1.0)
         if require_float("config.holdout_fraction", self.holdout_fraction, 0.0, 1.0) >= 1.0:
             raise ValueError(f"config.holdout_fraction must be in [0, 1), got {self.holdout_fraction!r}")
-        if require_float("config.predictor_learning_rate", self.predictor_learning_rate, 0.0) <= 0.0:
-            raise ValueError(f"config.predictor_learning_rate must be a finite number > 0, "
-                             f"got {self.predictor_learning_rate!r}")
-        if require_float("config.solver_temperature", self.solver_temperature, 0.0) <= 0.0:
-            raise ValueError(f"config.solver_temperature must be a finite number > 0, got {self.solver_temperature!r}")
         if self.d_model % self.num_heads:
             raise ValueError(f"config.d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.budget < self.num_evals:
             raise ValueError(f"config.budget ({self.budget}) must be at least num_evals ({self.num_evals})")
         self._check_objective()
+        arm = credit_arm(self.credit)
+        if arm.check is not None:
+            arm.check(self.credit_options, self)
         object.__setattr__(self, "env_overrides", _env_overrides(self.env_overrides))
         object.__setattr__(self, "eval_families", _eval_families(self.eval_families))
         self._check_environment()
+
+    def _set_options(self) -> None:
+        """`credit_options` as an instance of the arm's options class (None: its defaults; a dict:
+        some options over the defaults); raises `ValueError` naming an unknown option or a bad value."""
+        options = self.credit_options
+        if options is None or isinstance(options, (dict, ArmOptions)):
+            options, _ = split_options({} if options is None else {OPTIONS_FIELD: options}, self.credit)
+        else:
+            raise ValueError(f"config.credit_options must be a JSON object of credit {self.credit!r}'s options, "
+                             f"got {options!r}")
+        object.__setattr__(self, "credit_options", options)
 
     def _check_objective(self) -> None:
         """A value-target objective needs exact values of every legal action (an arm that enumerates
@@ -207,25 +178,18 @@ class TrainConfig:
         if self.clip_epsilon > 0:
             raise ValueError(f"config.clip_epsilon applies to the policy gradient only; objective "
                              f"{self.objective!r} needs clip_epsilon 0, got {self.clip_epsilon!r}")
-        if self.solver_add_outcome:
-            raise ValueError(f"config.solver_add_outcome adds to the advantage, which objective {self.objective!r} "
-                             f"does not use; set it false")
 
     def _check_environment(self) -> None:
         """Build the environment once: its constructor checks every override (and its limits)."""
         from jaxcredit.envs import ENVIRONMENTS, make
-        from jaxcredit.envs.problems import get_family
 
         if not isinstance(self.env, str) or self.env not in ENVIRONMENTS:
             raise ValueError(f"config.env: unknown value {self.env!r}; choices: {', '.join(sorted(ENVIRONMENTS))}")
         try:
-            make(self.env, **self.env_kwargs)
+            env = make(self.env, **self.env_kwargs)
         except (TypeError, ValueError) as error:
             raise ValueError(f"config.env_overrides: {error}") from None
-        for family in self.eval_families:
-            get_family(family)
-        if self.env != "arithmetic" and self.eval_families not in ((), ("default",)):
-            raise ValueError(f"config.eval_families: environment {self.env!r} has only the 'default' family")
+        env.evaluation_families(self.eval_families)  # raises ValueError naming a family it does not have
 
     @property
     def episodes_per_iteration(self) -> int:
@@ -241,6 +205,7 @@ class TrainConfig:
         out = dataclasses.asdict(self)
         out["env_overrides"] = dict(self.env_overrides)
         out["eval_families"] = list(self.eval_families)
+        out["credit_options"] = options_to_dict(self.credit_options)
         return out
 
 
@@ -270,11 +235,30 @@ def _eval_families(value) -> tuple[str, ...]:
 FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig))
 
 
-def config_from_dict(values: dict, *, base: TrainConfig | None = None) -> TrainConfig:
-    """`base` (default: the defaults) updated with `values`; unknown fields raise `ValueError`."""
-    unknown = sorted(set(values) - set(FIELDS))
-    if unknown:
-        raise ValueError(f"unknown config field(s) {unknown}; fields: {', '.join(FIELDS)}")
+def config_from_dict(values: dict, *, base: TrainConfig | None = None, legacy: bool = True) -> TrainConfig:
+    """`base` (default: the defaults) updated with `values`; unknown fields raise `ValueError`.
+
+    The arm's options come from `credit_options` (a JSON object of some of them) and
+    `credit_options.NAME` entries, over `base`'s options when the arm is `base`'s, else over the
+    arm's defaults. With `legacy` (reading what older versions wrote), the flat fields they kept
+    the options in (`mc_continuations`, `solver_policy`, ...) are read too: the named arm's into its
+    options, the other arms' dropped; without it (the command line), such a field is refused with
+    its new name.
+    """
     if not isinstance(values, dict):
         raise ValueError(f"a config must be a JSON object of fields, got {type(values).__name__}")
-    return dataclasses.replace(base or TrainConfig(), **values)
+    old = sorted(set(values) & legacy_field_names())
+    if old and not legacy:
+        renamed = [f"{field} -> {OPTIONS_FIELD}.{arm.legacy_fields[field]} (credit {name!r})"
+                   for field in old for name, arm in CREDIT_ARMS.items() if field in arm.legacy_fields]
+        raise ValueError(f"config field(s) {old} are now options of their credit arm: {'; '.join(renamed)}")
+    base = base or TrainConfig()
+    credit = values.get("credit", base.credit)
+    if not isinstance(credit, str) or credit not in CREDIT_ARMS:
+        raise ValueError(f"config.credit: unknown value {credit!r}; choices: {', '.join(credit_names())}")
+    options, rest = split_options(values, credit, base.credit_options)
+    unknown = sorted(set(rest) - set(FIELDS))
+    if unknown:
+        raise ValueError(f"unknown config field(s) {unknown}; fields: {', '.join(FIELDS)} "
+                         f"({OPTIONS_FIELD}.NAME: one of credit {credit!r}'s options)")
+    return dataclasses.replace(base, **{**rest, OPTIONS_FIELD: options})

@@ -30,9 +30,9 @@ from jaxcredit.train.sweep import SweepSpec
 
 _SMALL_MAD = {"length": 5, "num_tokens": 4, "min_useful": 1, "max_useful": 2, "max_turns": 8}
 DENSITY_STUDY_DENSITIES = (0.125, 0.25, 0.5, 1.0)
-_UNIFORM_VALUES = {"credit": "solver", "solver_policy": "uniform"}
+_UNIFORM_VALUES = {"credit": "solver", "credit_options.policy": "uniform"}
 _DENSITY_CREDITS = {"outcome": {"credit": "outcome"}, "exact": {"credit": "exact"},
-                    "mc": {"credit": "mc", "mc_continuations": 2}}
+                    "mc": {"credit": "mc", "credit_options.continuations": 2}}
 
 
 def _density_arms() -> dict:
@@ -47,7 +47,7 @@ PRESETS: dict[str, SweepSpec] = {
         description="small MAD, outcome vs mc (K=2), three regimes, 8 paired seeds",
         base={"env": "mad", "env_overrides": _SMALL_MAD, "learning_rate": 3e-3, "num_seeds": 8,
               "num_evals": 6, "eval_problems": 64, "problems_per_iteration": 16, "attempts_per_problem": 4},
-        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 2}},
+        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 2}},
         budgets={"attempts": 3_000, "fixed-steps": 80_000},
         cpu_minutes="5m42s for the README's first command, install (from pip's cache) included, on a 2-core Intel "
                     "Xeon with other jobs at a 1-minute load of 1.1-1.6 (docs/results.md#the-quick-sweep)",
@@ -57,7 +57,7 @@ PRESETS: dict[str, SweepSpec] = {
         description="default MAD, outcome vs mc vs exact vs critic, three regimes, 5 paired seeds",
         base={"env": "mad", "learning_rate": 1e-3, "num_seeds": 5, "num_evals": 10, "eval_problems": 256,
               "problems_per_iteration": 16, "attempts_per_problem": 4},
-        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4},
+        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 4},
               "exact": {"credit": "exact"}, "critic": {"credit": "critic"}},
         budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
         cpu_minutes="measured on a 2-core CPU, a second study or audits running beside it: attempts "
@@ -75,9 +75,10 @@ PRESETS: dict[str, SweepSpec] = {
               "eval_families": ("default", "small_targets", "multiplication", "large_values"),
               "problems_per_iteration": 4, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"},
-              "solver-uniform": {"credit": "solver", "solver_policy": "uniform"},
+              "solver-uniform": {"credit": "solver", "credit_options.policy": "uniform"},
               "exact-policy": {"credit": "exact"},
-              "solver-optimal": {"credit": "solver", "solver_policy": "optimal", "solver_add_outcome": True},
+              "solver-optimal": {"credit": "solver", "credit_options.policy": "optimal",
+                                 "credit_options.add_outcome": True},
               **{f"{objective}-uniform": {**_UNIFORM_VALUES, "objective": objective}
                  for objective in ("dense", "pairwise", "hard")}},
         budgets={"attempts": 4_000, "fixed-steps": 2_000_000},
