@@ -101,7 +101,8 @@ class _NoDefault(jaxcredit.ArmOptions):
 
 
 def _arm(name="new-arm", **fields):
-    return jaxcredit.CreditArm(name, None, False, "test", lambda *a: None, **fields)
+    return jaxcredit.CreditArm(**{"name": name, "account": None, "enumerates": False, "description": "test",
+                                  "compute": lambda *a: None, **fields})
 
 
 @pytest.mark.parametrize("arm, message", [
@@ -142,7 +143,7 @@ def test_a_plugin_arm_trains_sweeps_and_reports_like_a_built_in(plugin, tmp_path
     assert summary["seeds"][0]["main_episodes"] == 64 and summary["seeds"][0]["total_env_steps"] > 64
     capsys.readouterr()
     assert main([*argv[:-2], "--out", str(tmp_path / "bad"), "--set", "credit_options.scale=-1"]) == 2
-    assert "credit_options.scale of credit 'sign-outcome' must be in [0.0, " in capsys.readouterr().err
+    assert "credit_options.scale of credit 'sign-outcome' must be in >= 0.0, got -1" in capsys.readouterr().err
 
     spec = SweepSpec(name="plugin-sweep", description="test", base={**TINY_TRAIN, "budget": 64},
                      arms={"outcome": {"credit": "outcome"},
@@ -155,9 +156,14 @@ def test_a_plugin_arm_trains_sweeps_and_reports_like_a_built_in(plugin, tmp_path
     # the same config as the CLI's run: the same seeds, the same numbers
     cell = json.loads((out / "attempts" / "sign" / "summary.json").read_text())
     assert np.allclose([s["final_success"] for s in cell["seeds"]], [s["final_success"] for s in summary["seeds"]])
-    assert list(table["regimes"]["attempts"]) == ["sign"]  # compared with the reference arm, outcome
+    assert table["regimes"]["attempts"]["sign"]["reference"] == "outcome"
     from jaxcredit.analysis import write_report
 
     report = Path(write_report(str(out))).read_text()
     assert "every action of an episode gets 0.5 × the sign of its group-normalised return" in report
     assert run_sweep(spec, str(out), resume=True, progress=False) == table  # resumes with its recorded plugin
+
+
+def test_the_extending_page_shows_the_example_file_as_it_is():
+    page = (ROOT / "docs" / "extending.md").read_text()
+    assert f"```python\n{EXAMPLE.read_text()}```" in page
