@@ -41,7 +41,8 @@ def main(argv: list[str]) -> int:
 
     stop = int(rest[rest.index("--stop-after-evals") + 1])
     info = initialize_distributed(f"127.0.0.1:{port}", 2, process_id)
-    values = {"env": "mad", "credit": CREDIT, "credit_options.continuations": 2, **TINY, "shard_devices": info["global_devices"]}
+    values = {"env": "mad", "credit": CREDIT, "credit_options.continuations": 2, **TINY,
+              "shard_devices": info["global_devices"]}
     run_training(config_from_dict(values), out, resume="--resume" in rest, progress=False, stop_after_evals=stop)
     return 0
 
