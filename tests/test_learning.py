@@ -179,7 +179,7 @@ def test_chunked_gradient_equals_the_gradient_of_the_loss(fields, tiny_arm):
     critic = None
     if trainer.config.credit == "critic":
         critic = (trajectory.observation[:, 0], trajectory.legal_action_mask[:, 0],
-                  jax.random.uniform(keys[3], live.shape[:1]), jnp.arange(live.shape[0]) % 3 > 0)
+                  jax.random.uniform(keys[3], live.shape[:1]), jnp.arange(live.shape[0]) % 3 > 0, 0.7)  # coef
     expected = jax.jit(jax.grad(trainer.loss))(params, trajectory, advantage, critic, values)
     got = jax.jit(trainer.gradient)(params, trajectory, advantage, critic, values)
     for e, g in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got)):

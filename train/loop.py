@@ -298,7 +298,8 @@ class Trainer:
     def loss(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch,
              action_values: jax.Array | None = None) -> jax.Array:
         """Policy-gradient loss over live steps (PPO-clipped when `clip_epsilon > 0`), minus the
-        entropy bonus, plus the critic's squared error when training a critic.
+        entropy bonus, plus the critic's squared error when training a critic (`critic_batch`:
+        `(observation [M, L], mask [M, A], target [M], valid [M], coef)`, as `advantages` gives it).
 
         With a value-target `objective` (`dense`, `pairwise`, `hard`; `jaxcredit.objectives`),
         `x_t = -L(s_t) + entropy_coef H_t` instead, on the live steps the objective counts (pairwise:
