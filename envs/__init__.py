@@ -1,7 +1,7 @@
 """jaxcredit environments: MAD selective copy, interactive arithmetic, Routine (decision density),
-Umbrella (bsuite's umbrella chain), their references, problem families, problems and actions written by hand (`parse_problem`), text
-protocols, `make()` by name or versioned id, and adapters in gymnax's and jumanji's shapes
-(`make_gymnax`, `make_jumanji`)."""
+Umbrella (bsuite's umbrella chain), their references, problem families, problems and actions
+written by hand (`parse_problem`), text protocols, `make()` by name or versioned id, and adapters
+in gymnax's and jumanji's shapes (`make_gymnax`, `make_jumanji`)."""
 
 from jaxcredit.envs.arithmetic import Arithmetic, ArithmeticState
 from jaxcredit.envs.arithmetic_reference import ArithmeticReference

@@ -3,8 +3,8 @@ bad input; `make_gymnax` and `make_jumanji` wrap it for trainers written against
 
 Names: `"mad"`, `"arithmetic"`, `"routine"` and `"umbrella"` (the environments' own names, used in configs
 and run directories) and the versioned ids `"MAD-v0"`, `"Arithmetic-v0"`, `"Routine-v0"` and `"Umbrella-v0"`
-(as gymnax, pgx and jumanji users make environments). An id names fixed rules and defaults: a change to either gets a new
-version, while the plain names always mean the current code.
+(as gymnax, pgx and jumanji users make environments). An id names fixed rules and defaults: a change to
+either gets a new version, while the plain names always mean the current code.
 """
 
 from __future__ import annotations
