@@ -215,6 +215,12 @@ class Umbrella(Environment):
     def _position_index(self, problem, st):
         return 2 * jnp.minimum(st.progress, self.chain_length - 1) + st.umbrella.astype(jnp.int32)
 
+    def episode_success(self, final_state: State, episode_return: jax.Array) -> jax.Array:
+        """bool `[...]`: the episode ended with the umbrella exactly when needed (its final step
+        paid +1; bsuite's regret is 0). The return is no guide: it adds the noise rewards."""
+        del episode_return
+        return final_state.terminated & (final_state.env_state.umbrella == final_state.problem.need_umbrella)
+
     # ----- host helpers -----
     def action_name(self, action: int) -> str:
         action = int(action)

@@ -12,6 +12,7 @@ from jaxcredit import solver
 from jaxcredit.conformance import check_against_reference, check_environment, rollout_random
 from jaxcredit.envs import UmbrellaProblem, make, make_gymnax, make_reference
 from jaxcredit.envs.umbrella import DISTRACT_SWEEP, LENGTH_SWEEP, average_regret, bsuite_score
+from jaxcredit.train.evaluation import make_evaluate
 
 
 def tiny_problem(*, need, start, noise, distractors):
@@ -59,10 +60,12 @@ def test_hand_computed_episode(tiny):
     s = tiny.step(s, 0)
     assert bool(s.terminated) and float(s.reward) == 1.0 and s.observation.tolist() == [1, 1, 2, 1, 0]
     assert "have umbrella: yes" in tiny.render(s) and "terminated" in tiny.render(s)
+    assert bool(tiny.episode_success(s, jnp.float32(3.0)))
     s = tiny.init_problem(PROBLEM)
     for a in [0, 1, 1]:  # left it at the first step
         s = tiny.step(s, a)
     assert bool(s.terminated) and float(s.reward) == -1.0 and int(s.env_state.umbrella) == 0
+    assert not bool(tiny.episode_success(s, jnp.float32(1.0)))  # a positive return, and a miss
     s = tiny.step(tiny.init_problem(PROBLEM), 2)  # out of range: refused, the turn is gone, nothing else
     assert bool(s.rejected) and int(s.env_state.progress) == 0 and s.observation.tolist() == [1, 0, 5, 0, 1]
     s = tiny.step(tiny.step(s, 1), 1)  # the turn limit: the noise of step 2 (+1), never the umbrella outcome
@@ -131,6 +134,25 @@ def test_sampled_problems_are_fair_coins():
         assert abs(float(jnp.mean(getattr(problems, field))) - 0.5) < 0.03, field
     noise = np.asarray(problems.noise_positive)
     assert abs(noise[:, :3].mean() - 0.5) < 0.03 and not noise[:, 3].any()
+
+
+def test_success_is_the_umbrella_outcome_not_the_return():
+    """Training's evaluation counts an episode a success when its final step paid +1: a policy that
+    takes the umbrella exactly when the observation says it is needed succeeds on every problem,
+    though the noise makes its return negative on some; always taking it succeeds where it is needed."""
+    env = make("umbrella", chain_length=6, n_distractor=1)
+    problems = jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(2), 128))
+
+    def policy_fn(follow_need, observation, legal_action_mask):  # logits [..., 2]
+        need = observation[..., 0].astype(jnp.float32)
+        take = jnp.where(follow_need, need, 1.0)
+        return jnp.stack([1.0 - take, take], axis=-1) * 10
+
+    noise = np.where(np.asarray(problems.noise_positive)[:, :5], 1.0, -1.0).sum(axis=1)
+    assert (noise + 1 <= 0).any()  # the return alone would count these as failures
+    evaluate = jax.jit(make_evaluate(env, policy_fn, {"default": problems}, seed=0))
+    assert float(evaluate(jnp.bool_(True))["success_greedy"]) == 1.0
+    assert float(evaluate(jnp.bool_(False))["success_greedy"]) == pytest.approx(np.mean(problems.need_umbrella))
 
 
 def test_gymnax_adapter():
