@@ -101,7 +101,8 @@ def average_regret(final_rewards) -> float:
 
 def bsuite_score(average_regrets: Sequence[float]) -> float:
     """Host: bsuite's umbrella score, the fraction of settings whose average regret (float `[G]`,
-    one per setting of a sweep, after `NUM_EPISODES` episodes) is below `REGRET_THRESHOLD`."""
+    one per setting of a sweep: the regret per episode over all of the setting's first
+    `NUM_EPISODES` episodes, learning included) is below `REGRET_THRESHOLD`."""
     regrets = np.asarray(average_regrets, np.float64)
     if regrets.ndim != 1 or regrets.size == 0:
         raise ValueError(f"bsuite_score needs one average regret per setting, got shape {regrets.shape}")
