@@ -26,6 +26,7 @@ from jaxcredit.rundir_io import (
     check_writable_dir,
     dumps_strict,
     is_finished,
+    is_matched,
     regime_meaning,
     write_text_atomic,
 )
@@ -81,7 +82,7 @@ def regime_curve_runs(cells: dict) -> dict:
     arm's `attempts` run is drawn with the runs given its total env steps (`<arm>/to-<label arm>`)."""
     out = {}
     for regime, runs in cells.items():
-        if regime == "matched":  # the label arms' side of the matched comparisons: their attempts runs
+        if is_matched(regime):  # the label arms' side of the matched comparisons: their attempts runs
             label_runs = {name.split("/to-")[-1] for name in runs}
             runs = {**{arm: run for arm, run in cells.get("attempts", {}).items() if arm in label_runs}, **runs}
         out[regime] = runs

@@ -39,6 +39,7 @@ from jaxcredit.policy import (
     count_parameters,
     make_policy,
     make_policy_from_sizes,
+    policy_eval_flops,
     task_sizes,
 )
 from jaxcredit.predictor import PredictorData, build_dataset, fit_predictor, heldout_accuracy, visited_states
@@ -115,6 +116,7 @@ __all__ = [
     "PolicyFunctions",
     "PolicyNetwork",
     "policy_checkpoint_path",
+    "policy_eval_flops",
     "positions_reached",
     "reachable",
     "record",

@@ -291,7 +291,9 @@ def _cmd_compare(args) -> None:
         return
     from jaxcredit.stats import interval_description
 
-    matched = " (the baseline given exactly the arm's total env steps)" if args.regime == "matched" else ""
+    matched = {"matched": " (the baseline given exactly the arm's total env steps)",
+               "matched-policy-evals": " (the baseline given exactly the arm's total policy evaluations)"}
+    matched = matched.get(args.regime, "")
     print(f"{args.arm} vs {args.baseline}, regime {args.regime}{matched}:")
     for measure in ("final_success", "average_success"):
         d = result[measure]
@@ -591,7 +593,7 @@ def _add_problem_options(parser, environments) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The `jaxcredit` argument parser (every subcommand and its options)."""
     from jaxcredit.envs import PROBLEM_ENVIRONMENTS
-    from jaxcredit.rundir_io import REGIMES, RENAMED_REGIMES
+    from jaxcredit.rundir_io import MATCHED_COUNTERS, REGIMES, RENAMED_REGIMES
     from jaxcredit.train import BACKENDS, PRESETS
 
     parser = _Parser(prog="jaxcredit", description=__doc__.splitlines()[0])
@@ -653,7 +655,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="uniform, optimal, soft, or a policy checkpoint (or run directory: its policies/seed-0)")
     solve.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     solve.set_defaults(handler=_cmd_solve)
-    _add_analysis_commands(commands, regimes=[*REGIMES, *RENAMED_REGIMES])
+    _add_analysis_commands(commands, regimes=list(dict.fromkeys([*REGIMES, *MATCHED_COUNTERS, *RENAMED_REGIMES])))
     _add_agent_commands(commands)
     return parser
 

@@ -8,6 +8,7 @@ from jaxcredit.train.matched import run_matched
 from jaxcredit.train.presets import PRESETS, get_preset
 from jaxcredit.train.rundir import RunDir
 from jaxcredit.train.sweep import SweepSpec, format_table, run_sweep, sweep_table
+from jaxcredit.train.tuning import choose_point, tune_points, tuning_record
 
 __all__ = [
     "BACKENDS",
@@ -18,6 +19,7 @@ __all__ = [
     "TrainConfig",
     "TrainState",
     "Trainer",
+    "choose_point",
     "config_from_dict",
     "format_table",
     "get_preset",
@@ -28,4 +30,6 @@ __all__ = [
     "run_training",
     "summarize",
     "sweep_table",
+    "tune_points",
+    "tuning_record",
 ]

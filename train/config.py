@@ -21,7 +21,7 @@ OUTCOME_BASELINES = ("grpo", "rloo", "mean")
 MC_VARIANTS = ("td", "q")
 SOLVER_POLICIES = ("uniform", "optimal", "soft")
 LOSS_NORMALISATIONS = ("step", "sequence")
-BUDGET_COUNTERS = ("main_episodes", "total_env_steps")
+BUDGET_COUNTERS = ("main_episodes", "total_env_steps", "total_policy_evals")
 MAX_BUDGET = 2**31 - 1  # the ledger's int32 counters
 
 
@@ -74,7 +74,9 @@ class TrainConfig:
       num_layers: the policy network's Transformer blocks.
       num_heads: the policy network's attention heads (must divide `d_model`).
       mlp_dim: the hidden width of each block's MLP.
-      budget_counter: the ledger counter the budget is counted in: `main_episodes` or `total_env_steps`.
+      budget_counter: the ledger counter the budget is counted in: `main_episodes`, `total_env_steps` or
+        `total_policy_evals` (policy forward passes over every account; the matched regime's
+        `match_on: policy_evals`).
       budget: the run ends once `ledger[budget_counter] >= budget` (checked after every iteration).
       num_evals: evaluations during the run, one each time the counter crosses another `budget / num_evals`
         (plus one before training).

@@ -108,7 +108,8 @@ def _programs(program_config: TrainConfig):
 def compiled_programs(config: TrainConfig):
     """`(init, segment, evaluate)`, jitted and vmapped over seeds, shared by every config that
     differs only in budget, seeds or evaluation schedule (so every regime of an arm compiles once).
-    `segment(state, main_episodes_limit, total_env_steps_limit)` takes int32 `[N]` limits."""
+    `segment(state, main_episodes_limit, total_env_steps_limit, total_policy_evals_limit)` takes int32
+    `[N]` limits."""
     program = dataclasses.replace(config, budget=1, budget_counter="main_episodes", num_evals=1,
                                   num_seeds=1, seed=0)
     return _programs(program)
@@ -148,6 +149,7 @@ def summarize(rows: list[dict], num_seeds: int) -> dict:
             "final_success_sampled": mine[-1]["success_sampled"],
             "iterations": mine[-1]["iteration"],
             "total_env_steps": int(measures["total_env_steps"][k]),
+            "total_policy_evals": int(measures["total_policy_evals"][k]),
             "main_episodes": int(measures["main_episodes"][k]),
         })
     if len(per_seed) != num_seeds:

@@ -22,9 +22,16 @@ makes a study long: its length is the label arms' label work, in outcome iterati
   decisions), outcome vs exact vs mc at each, 3 paired seeds; regimes `attempts` and `fixed-steps`
   only (every arm the same total env steps: the matched-cost comparison). No `matched` regime: it
   would pair every label-free arm with every label arm, across densities. See docs/density.md.
+- `mad-study-tuned`: `mad-study` with every arm tuned first on one grid (`EQUAL_TUNING`: learning
+  rate {3e-4, 1e-3, 3e-3} x entropy bonus {0, 0.01}, outcome also on its baseline {grpo, rloo}),
+  chosen on the validation set at the attempts budget on 3 tuning seeds of their own
+  (`jaxcredit.train.tuning`), and the matched regime in both currencies (env steps and policy
+  evaluations). Tuning is 30 runs of 3 seeds at 40,000 attempts; not yet run, so no time measured.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from jaxcredit.train.sweep import SweepSpec
 
@@ -40,6 +47,10 @@ def _density_arms() -> dict:
     return {f"{name}-rho{density:g}": {**fields, "env_overrides": {"horizon": 8, "density": density}}
             for density in DENSITY_STUDY_DENSITIES for name, fields in _DENSITY_CREDITS.items()}
 
+
+# One grid for every arm (issue: equal tuning), chosen on the validation set at equal attempts.
+EQUAL_TUNING = {"grid": {"learning_rate": [3e-4, 1e-3, 3e-3], "entropy_coef": [0.0, 0.01]},
+                "arm_grid": {"outcome": {"outcome_baseline": ["grpo", "rloo"]}}, "num_seeds": 3, "seed": 1000}
 
 PRESETS: dict[str, SweepSpec] = {
     "quick": SweepSpec(
@@ -100,6 +111,13 @@ PRESETS: dict[str, SweepSpec] = {
         cpu_minutes="34 measured (2026-12-01, cells' wall time, at nice 19 beside the test suite)",
     ),
 }
+
+
+PRESETS["mad-study-tuned"] = dataclasses.replace(
+    PRESETS["mad-study"], name="mad-study-tuned",
+    description="mad-study with every arm tuned on one grid first (learning rate x entropy bonus, outcome also "
+                "its baseline; 3 tuning seeds at the attempts budget), matched on env steps and on policy evaluations",
+    match_on=("env_steps", "policy_evals"), tune=EQUAL_TUNING, cpu_minutes="not measured yet")
 
 
 def get_preset(name: str) -> SweepSpec:
