@@ -219,11 +219,13 @@ class TrainConfig:
         if not isinstance(self.env, str) or self.env not in ENVIRONMENTS:
             raise ValueError(f"config.env: unknown value {self.env!r}; choices: {', '.join(sorted(ENVIRONMENTS))}")
         try:
-            make(self.env, **self.env_kwargs)
+            env = make(self.env, **self.env_kwargs)
         except (TypeError, ValueError) as error:
             raise ValueError(f"config.env_overrides: {error}") from None
         for family in self.eval_families:
             get_family(family)
+            if self.env == "arithmetic":  # its values must fit the observation (envs/arithmetic.py)
+                env.check_family(family, label="config.eval_families")
         if self.env != "arithmetic" and self.eval_families not in ((), ("default",)):
             raise ValueError(f"config.eval_families: environment {self.env!r} has only the 'default' family")
 
