@@ -106,3 +106,32 @@ def test_gate_command_trains_writes_gate_json_and_prints_one_line(tmp_path, monk
     assert record["cost"]["main_episodes"] >= 16 and record["cost"]["label_env_steps"] > 0
     assert record["config"]["solver_tie_break"] == "fastest" and record["machine"]["cpus"] >= 1
     assert (tmp_path / "gate" / "summary.json").exists()
+
+
+def test_page_compares_the_arms_on_every_evaluation_family(tmp_path):
+    """Metrics with two families (hand-made from the tiny sweep's: `easy` = success, `hard` = success / 2)
+    give a paired table and curves per family, with each family's own numbers."""
+    sweep = tmp_path / "sweep"
+    shutil.copytree(DATA / "tiny-sweep", sweep)
+    for metrics in sweep.rglob("metrics.jsonl"):
+        rows = [json.loads(line) for line in metrics.read_text().splitlines()]
+        for row in rows:
+            row["success_greedy/easy"], row["success_greedy/hard"] = row["success_greedy"], row["success_greedy"] / 2
+        metrics.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    page = tmp_path / "pages" / "families.md"
+    write_results_page(str(sweep), str(page))
+    text = page.read_text()
+    section = text[text.index("## Per evaluation family"): text.index("## Time to a success threshold")]
+    assert "mean over the 2 evaluation families (easy, hard)" in section
+    last = {}
+    for line in (sweep / "attempts" / "mc" / "metrics.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if row["seed_index"] not in last or row["eval_index"] > last[row["seed_index"]]["eval_index"]:
+            last[row["seed_index"]] = row
+    final = sum(r["success_greedy"] for r in last.values()) / len(last)
+    easy, hard = section.split("### Family: hard")
+    assert f"| mc | outcome | 2 | {final:.3f} / " in easy and f"| mc | outcome | 2 | {final / 2:.3f} / " in hard
+    assert "(families/plots/attempts-hard-curve-attempts.png)" in hard
+    assert (tmp_path / "pages" / "families" / "plots" / "attempts-hard-curve-attempts.png").exists()
+    summary = json.loads((tmp_path / "pages" / "families" / "summary.json").read_text())
+    assert set(summary["families"]) == {"easy", "hard"}
