@@ -34,7 +34,7 @@ GATE_NAME = "gate.json"
 GATE_THRESHOLD = 0.9
 GATE_VERSION = 1
 # What makes the gate the gate: imitation of the tie-broken optimal policy. `gate_config` refuses
-# overrides of these.
+# overrides of these (and of `eval_families`: the gate evaluates on its own family).
 GATE_FIXED = {"env": "arithmetic", "credit": "solver", "solver_policy": "optimal", "objective": "hard"}
 # Defaults a caller may change (`--set`); the budget is in main attempts.
 GATE_DEFAULTS = {"solver_tie_break": "fastest", "learning_rate": 1e-3, "problems_per_iteration": 8,
@@ -48,7 +48,7 @@ def gate_config(*, count: int = 4, family: str = "default", fields: dict | None 
     `GATE_DEFAULTS` updated by `fields` (any `TrainConfig` field but those of `GATE_FIXED`; an
     `env_overrides` is merged), with the turns left shown and evaluation on `family` only."""
     fields = dict(fields or {})
-    fixed = sorted(set(fields) & set(GATE_FIXED))
+    fixed = sorted(set(fields) & (set(GATE_FIXED) | {"eval_families"}))
     if fixed:
         raise ValueError(f"the gate fixes {', '.join(fixed)} (imitation of the optimal policy); "
                          f"drop {'it' if len(fixed) == 1 else 'them'} from --set")
