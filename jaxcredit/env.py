@@ -152,7 +152,7 @@ class Environment(abc.ABC):
         leaves = jax.tree_util.tree_leaves(problems)
         for row in range(leaves[0].shape[0] if leaves else 0):
             try:
-                self.check_problem(jax.tree_util.tree_map(lambda x: np.asarray(x)[row], problems))
+                self.check_problem(jax.tree_util.tree_map(lambda x, row=row: np.asarray(x)[row], problems))
             except ValueError as error:
                 raise ValueError(f"{label}: problem {row}: {error}") from None
 

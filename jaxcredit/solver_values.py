@@ -39,9 +39,9 @@ from jaxcredit.solver import (
     Values,
     build_graph,
     check_horizon,
+    check_tie_break,
     evaluate_policy,
     positions_reached,
-    check_tie_break,
     solve_graph,
     start_position,
     tie_broken_values,
@@ -226,7 +226,8 @@ def reference_values(env: Environment, problem: Any, *, policy: str, horizon: in
         raise ValueError(f"unknown reference policy {policy!r}; choices: {', '.join(REFERENCE_POLICIES)}")
     tie_break, tie_break_discount = check_tie_break(tie_break, tie_break_discount)
     if tie_break != "none" and policy != "optimal":
-        raise ValueError(f"tie-break {tie_break!r} breaks ties of the optimal values; the reference policy is {policy!r}")
+        raise ValueError(f"tie-break {tie_break!r} breaks ties of the optimal values; "
+                         f"the reference policy is {policy!r}")
     horizon = check_horizon(env.max_turns if horizon is None else horizon)
     graph = build_graph(env, problem) if graph is None else graph
     if policy != "network":

@@ -111,7 +111,8 @@ def test_tie_broken_values_stay_within_their_shift_of_the_optimal_values(solved)
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"policy": "uniform", "tie_break": "fastest"}, "breaks ties of the optimal values; the reference policy is 'uniform'"),
+    ({"policy": "uniform", "tie_break": "fastest"},
+     "breaks ties of the optimal values; the reference policy is 'uniform'"),
     ({"policy": "optimal", "tie_break": "slowest"}, "unknown tie-break 'slowest'; choices: none, fastest, discount"),
     ({"policy": "optimal", "tie_break": "discount", "tie_break_discount": 1.0}, r"discount in \(0, 1\), got 1.0"),
 ])

@@ -3,6 +3,7 @@
 from jaxcredit.train.backends import BACKENDS, run_cells
 from jaxcredit.train.config import CREDITS, TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training, summarize
+from jaxcredit.train.gate import GATE_THRESHOLD, gate_config, run_gate
 from jaxcredit.train.loop import Trainer, TrainState, make_train
 from jaxcredit.train.matched import run_matched
 from jaxcredit.train.presets import PRESETS, get_preset
@@ -12,6 +13,7 @@ from jaxcredit.train.sweep import SweepSpec, format_table, run_sweep, sweep_tabl
 __all__ = [
     "BACKENDS",
     "CREDITS",
+    "GATE_THRESHOLD",
     "PRESETS",
     "RunDir",
     "SweepSpec",
@@ -20,9 +22,11 @@ __all__ = [
     "Trainer",
     "config_from_dict",
     "format_table",
+    "gate_config",
     "get_preset",
     "make_train",
     "run_cells",
+    "run_gate",
     "run_matched",
     "run_sweep",
     "run_training",

@@ -206,7 +206,8 @@ class TrainConfig:
         except ValueError as error:
             raise ValueError(f"config.solver_tie_break: {error}") from None
         if require_float("config.solver_tie_break_discount", self.solver_tie_break_discount, 0.0, 1.0) in (0.0, 1.0):
-            raise ValueError(f"config.solver_tie_break_discount must be in (0, 1), got {self.solver_tie_break_discount!r}")
+            raise ValueError(f"config.solver_tie_break_discount must be in (0, 1), "
+                             f"got {self.solver_tie_break_discount!r}")
         if self.solver_tie_break != "none" and self.solver_policy != "optimal":
             raise ValueError(f"config.solver_tie_break {self.solver_tie_break!r} breaks ties of the optimal reference: "
                              f"it needs solver_policy 'optimal', got {self.solver_policy!r}")

@@ -11,8 +11,9 @@ makes a study long: its length is the label arms' label work, in outcome iterati
 - `mad-study`: default MAD, outcome vs mc vs exact vs critic, 5 paired seeds.
 - `arithmetic-study`: arithmetic with the legal-action menu, outcome vs `solver-uniform` (credit
   `solver`: exact values under the uniform reference) vs `exact-policy` (credit `exact`: exact
-  values under the current policy) vs `solver-optimal`, evaluated per family on the families within the environment's bound
-  (`default`, `small_targets`, `multiplication`; numbers up to 9); plus the three
+  values under the current policy) vs `solver-optimal`, evaluated per family on the families
+  within the environment's bound (`default`, `small_targets`, `multiplication`; numbers up to 9);
+  plus the three
   value-target objectives on the same uniform-reference values as `solver-uniform` (`dense-uniform`,
   `pairwise-uniform`, `hard-uniform`: credit `solver`, `objective` dense / pairwise / hard; see
   `jaxcredit.objectives`), so they differ from `solver-uniform` only in the loss: the same labels at
