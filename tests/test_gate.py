@@ -135,3 +135,29 @@ def test_page_compares_the_arms_on_every_evaluation_family(tmp_path):
     assert (tmp_path / "pages" / "families" / "plots" / "attempts-hard-curve-attempts.png").exists()
     summary = json.loads((tmp_path / "pages" / "families" / "summary.json").read_text())
     assert set(summary["families"]) == {"easy", "hard"}
+
+
+def test_sweep_table_compares_the_arms_on_every_evaluation_family():
+    """`summarize` keeps each family's final and average success per seed, and the sweep's table
+    (`table.md`) has a paired table per family with those numbers (hand-made rows)."""
+    from jaxcredit.train import get_preset, summarize
+    from jaxcredit.train.sweep import format_table, sweep_table
+
+    def rows(easy, hard):  # two seeds, evaluations 0 and 1; the mean over families as the trainer writes it
+        return [{"seed_index": s, "eval_index": e, "iteration": e, "success_greedy": (a + b) / 2,
+                 "success_greedy/easy": a, "success_greedy/hard": b, "success_sampled": 0.0,
+                 "main_episodes": 10 * e, "total_env_steps": 100 * e}
+                for s in range(2) for e, a, b in ((0, 0.0, 0.0), (1, easy[s], hard[s]))]
+
+    spec = get_preset("arithmetic-study")
+    outcome, arm = summarize(rows([0.5, 0.7], [0.1, 0.1]), 2), summarize(rows([0.9, 0.8], [0.1, 0.3]), 2)
+    assert outcome["seeds"][1]["by_family"] == {"easy": {"final_success": 0.7, "average_success": 0.7},
+                                                "hard": {"final_success": 0.1, "average_success": 0.1}}
+    table = sweep_table({("attempts", "outcome"): outcome, ("attempts", "solver-uniform"): arm}, spec)
+    easy = table["families"]["easy"]["regimes"]["attempts"]["solver-uniform"]
+    assert easy["final_success"] == pytest.approx(0.85) and easy["reference_final_success"] == pytest.approx(0.6)
+    assert table["regimes"]["attempts"]["solver-uniform"]["final_success"] == pytest.approx(0.525)
+    text = format_table(table)
+    assert "## Per evaluation family" in text and "mean over the 2 evaluation families (easy, hard)" in text
+    hard = text.split("### Family: hard")[1]
+    assert "| solver-uniform | outcome | 2 | 0.200 / 0.100 |" in hard
