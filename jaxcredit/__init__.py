@@ -47,6 +47,7 @@ from jaxcredit.rollout import BranchResult, Trajectory, branch_returns, replay, 
 from jaxcredit.rundir_io import RunLock, strict_json
 from jaxcredit.sharding import batch_mesh, batch_sharding, constrain_batch, initialize_distributed, shard_batch
 from jaxcredit.solver import (
+    TIE_BREAKS,
     Graph,
     Values,
     build_graph,
@@ -57,6 +58,8 @@ from jaxcredit.solver import (
     reachable,
     soft_policy,
     soft_values,
+    tie_broken_values,
+    turns_needed,
     uniform_policy,
 )
 from jaxcredit.solver_batch import BatchSolution, solve_batch
@@ -80,6 +83,9 @@ __all__ = [
     "MAX_COUNT",
     "REFERENCE_POLICIES",
     "reference_values",
+    "TIE_BREAKS",
+    "tie_broken_values",
+    "turns_needed",
     "anchor_advantage",
     "batch_mesh",
     "batch_sharding",

@@ -192,6 +192,18 @@ def _cmd_sweep(args) -> None:
         print(format_table(table))
         print(f"sweep {spec.name}: run directories, sweep.json, table.md and report.md in {args.out}")
 
+def _cmd_gate(args) -> None:
+    from jaxcredit.train.gate import gate_config, gate_text, run_gate
+
+    config = gate_config(count=args.count, family=args.family, fields=_parse_sets(args.set))
+    record = run_gate(config, args.out, threshold=args.threshold, resume=args.resume,
+                      progress=not args.no_progress)
+    if args.json:
+        _print_json(record)
+    else:
+        print(gate_text(record, args.out))
+
+
 # ----- analysis: audit, report, compare --------------------------------------------------------
 def _audit_policy(args):
     """`(env, policy_fn, params, description)` of the policy named on the command line."""
@@ -646,6 +658,19 @@ def build_parser() -> argparse.ArgumentParser:
                        help="where cells run: local (one after another) or ray")
     sweep.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray)")
     sweep.set_defaults(handler=_cmd_sweep)
+
+    gate = commands.add_parser("gate", help="learnability gate: imitate the optimal policy (objective hard, "
+                                            "tie-broken) and score held-out greedy success against a threshold")
+    gate.add_argument("--out", required=True, help="run directory (gate.json is written into it)")
+    gate.add_argument("--count", type=_integer(2, 5), default=4, help="numbers per problem (default 4)")
+    gate.add_argument("--family", default="default", help="arithmetic problem family (default: default)")
+    gate.add_argument("--threshold", type=float, default=0.9, help="greedy success to pass (default 0.9)")
+    gate.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                      help="any TrainConfig field (JSON value), e.g. budget=2000 or the policy input")
+    gate.add_argument("--resume", action="store_true", help="continue the gate in --out")
+    gate.add_argument("--no-progress", action="store_true", help="no progress bar")
+    gate.add_argument("--json", action="store_true", help="print gate.json's record as one JSON object")
+    gate.set_defaults(handler=_cmd_gate)
 
     solve = commands.add_parser("solve", help="exact value of a position and Q of its legal actions")
     _add_problem_options(solve, PROBLEM_ENVIRONMENTS)

@@ -207,12 +207,16 @@ def exact_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key
 
 
 def solver_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
-    """`config.solver_weight x (Q^μ - V^μ)` under the fixed `config.solver_policy` μ (plus the outcome
-    advantage with `config.solver_add_outcome`), charged the enumeration."""
+    """`config.solver_weight x (Q^μ - V^μ)` under the fixed `config.solver_policy` μ (its ties broken by
+    `config.solver_tie_break`; plus the outcome advantage with `config.solver_add_outcome`), charged the
+    enumeration."""
     env, c = context.env, context.config
     graphs, _, counts = _graphs(env, problems)
-    values = jax.vmap(lambda p, g: reference_values(env, p, policy=c.solver_policy, graph=g,
-                                                    temperature=c.solver_temperature)[0])(problems, graphs)
+    def values_of(problem, graph):
+        return reference_values(env, problem, policy=c.solver_policy, graph=graph, temperature=c.solver_temperature,
+                                tie_break=c.solver_tie_break, tie_break_discount=c.solver_tie_break_discount)[0]
+
+    values = jax.vmap(values_of)(problems, graphs)
     outcome = c.outcome_baseline if c.solver_add_outcome else None
     advantage = solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem, weight=c.solver_weight,
                                  outcome=outcome)

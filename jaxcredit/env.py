@@ -144,6 +144,18 @@ class Environment(abc.ABC):
     def check_problem(self, problem: Problem) -> None:
         """Host-side validation of a concrete problem; raises `ValueError`. Default: accept."""
 
+    def check_problems(self, problems: Problem, *, label: str) -> None:
+        """Host-side validation of a concrete batch of problems (leaves `[N, ...]`), e.g. an
+        evaluation set before it is traced (a traced `init_problem` cannot check); raises
+        `ValueError` starting with `label` and naming the first offending problem. Default:
+        `check_problem` on every row."""
+        leaves = jax.tree_util.tree_leaves(problems)
+        for row in range(leaves[0].shape[0] if leaves else 0):
+            try:
+                self.check_problem(jax.tree_util.tree_map(lambda x, row=row: np.asarray(x)[row], problems))
+            except ValueError as error:
+                raise ValueError(f"{label}: problem {row}: {error}") from None
+
     @abc.abstractmethod
     def action_name(self, action: int) -> str:
         """Host-side human-readable name of an action."""

@@ -105,6 +105,28 @@ def seed_measures(rows: list) -> dict:
     return {k: (v if k == "seeds" else np.asarray(v, np.float64)) for k, v in out.items()}
 
 
+FAMILY_PREFIX = "success_greedy/"  # metrics rows of a run evaluated on several families: `<metric>/<family>`
+
+
+def evaluation_families(rows: list) -> list:
+    """The evaluation families of metrics `rows`, in order of first appearance (`[]` when the run
+    was evaluated on one family: its keys carry no family)."""
+    found: dict = {}
+    for row in rows:
+        for key in row:
+            if key.startswith(FAMILY_PREFIX):
+                found.setdefault(key[len(FAMILY_PREFIX):], None)
+    return list(found)
+
+
+def family_rows(rows: list, family: str) -> list:
+    """Metrics `rows` with each metric of `family` (`<metric>/<family>`) in the place of its mean
+    over families (`<metric>`): every measure built on `success_greedy` is then that family's."""
+    suffix = f"/{family}"
+    return [{**row, **{key[: -len(suffix)]: value for key, value in row.items() if key.endswith(suffix)}}
+            for row in rows]
+
+
 def before_file_operation(kind: str, path: str) -> None:
     """Called before every file operation on an output directory (`kind`: mkdir, write, rename,
     remove, checkpoint, lock, unlock). Does nothing; the crash-injection tests replace it."""

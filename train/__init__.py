@@ -3,6 +3,7 @@
 from jaxcredit.train.backends import BACKENDS, run_cells
 from jaxcredit.train.config import CREDITS, TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training, summarize
+from jaxcredit.train.gate import GATE_THRESHOLD, gate_config, run_gate
 from jaxcredit.train.loop import Trainer, TrainState, make_train
 from jaxcredit.train.matched import run_matched
 from jaxcredit.train.presets import PRESETS, get_preset
@@ -13,6 +14,7 @@ from jaxcredit.train.tuning import choose_point, tune_points, tuning_record
 __all__ = [
     "BACKENDS",
     "CREDITS",
+    "GATE_THRESHOLD",
     "PRESETS",
     "RunDir",
     "SweepSpec",
@@ -22,9 +24,11 @@ __all__ = [
     "choose_point",
     "config_from_dict",
     "format_table",
+    "gate_config",
     "get_preset",
     "make_train",
     "run_cells",
+    "run_gate",
     "run_matched",
     "run_sweep",
     "run_training",

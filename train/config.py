@@ -14,6 +14,7 @@ from typing import Any
 
 from jaxcredit.credit_arms import CREDIT_ARMS, CREDIT_NAMES
 from jaxcredit.objectives import OBJECTIVES
+from jaxcredit.solver import check_tie_break
 from jaxcredit.validation import INT32_MAX, require_float, require_int
 
 CREDITS = CREDIT_NAMES  # the registered credit arms (jaxcredit.credit_arms)
@@ -39,6 +40,10 @@ class TrainConfig:
       mc_variant: the mc arm's advantage: `td` (`r_t + V(s_{t+1}) - V(s_t)`) or `q` (`Q(s_t, a_t) - V(s_t)`).
       mc_continuations: K, Monte Carlo continuations per state (mc) or per action (mc `q`).
       solver_policy: the solver arm's reference policy μ: `uniform`, `optimal` (hard max) or `soft`.
+      solver_tie_break: how the optimal reference breaks ties (`jaxcredit.solver.TIE_BREAKS`): `none`,
+        `fastest` (toward the action whose value needs the fewest turns) or `discount` (toward the best
+        value discounted by `solver_tie_break_discount` per turn); not `none` with `solver_policy="optimal"` only.
+      solver_tie_break_discount: γ in (0, 1) of `solver_tie_break="discount"`.
       solver_weight: the factor the solver arm's `Q^μ - V^μ` advantage is multiplied by.
       solver_temperature: the Boltzmann temperature of `solver_policy="soft"`, in success
         probability (`jaxcredit.solver.DEFAULT_TEMPERATURE`).
@@ -98,6 +103,8 @@ class TrainConfig:
     mc_variant: str = "td"
     mc_continuations: int = 4
     solver_policy: str = "uniform"
+    solver_tie_break: str = "none"
+    solver_tie_break_discount: float = 0.9
     solver_weight: float = 1.0
     solver_temperature: float = 0.3
     solver_add_outcome: bool = False
@@ -187,10 +194,25 @@ class TrainConfig:
             raise ValueError(f"config.d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.budget < self.num_evals:
             raise ValueError(f"config.budget ({self.budget}) must be at least num_evals ({self.num_evals})")
+        self._check_solver_tie_break()
         self._check_objective()
         object.__setattr__(self, "env_overrides", _env_overrides(self.env_overrides))
         object.__setattr__(self, "eval_families", _eval_families(self.eval_families))
         self._check_environment()
+
+    def _check_solver_tie_break(self) -> None:
+        """The optimal reference's tie-break (`jaxcredit.solver.check_tie_break`): a known one, its
+        discount in (0, 1), and `solver_policy="optimal"` unless it is `none`."""
+        try:
+            check_tie_break(self.solver_tie_break, self.solver_tie_break_discount)
+        except ValueError as error:
+            raise ValueError(f"config.solver_tie_break: {error}") from None
+        if require_float("config.solver_tie_break_discount", self.solver_tie_break_discount, 0.0, 1.0) in (0.0, 1.0):
+            raise ValueError(f"config.solver_tie_break_discount must be in (0, 1), "
+                             f"got {self.solver_tie_break_discount!r}")
+        if self.solver_tie_break != "none" and self.solver_policy != "optimal":
+            raise ValueError(f"config.solver_tie_break {self.solver_tie_break!r} breaks ties of the optimal reference: "
+                             f"it needs solver_policy 'optimal', got {self.solver_policy!r}")
 
     def _check_objective(self) -> None:
         """A value-target objective needs exact values of every legal action (an arm that enumerates
@@ -221,11 +243,13 @@ class TrainConfig:
         if not isinstance(self.env, str) or self.env not in ENVIRONMENTS:
             raise ValueError(f"config.env: unknown value {self.env!r}; choices: {', '.join(sorted(ENVIRONMENTS))}")
         try:
-            make(self.env, **self.env_kwargs)
+            env = make(self.env, **self.env_kwargs)
         except (TypeError, ValueError) as error:
             raise ValueError(f"config.env_overrides: {error}") from None
         for family in self.eval_families:
             get_family(family)
+            if self.env == "arithmetic":  # its values must fit the observation (envs/arithmetic.py)
+                env.check_family(family, label="config.eval_families")
         if self.env != "arithmetic" and self.eval_families not in ((), ("default",)):
             raise ValueError(f"config.eval_families: environment {self.env!r} has only the 'default' family")
 

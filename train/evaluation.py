@@ -53,10 +53,16 @@ def _whole_space(env: Environment, family: str | None, n: int, seed: int):
 
 
 def _held_out(env: Environment, config, family: str | None, n: int, split: int, *, seed: int):
+    """n problems of part `split`, checked on the host against the environment's bounds: the
+    evaluation traces `init_problem`, which cannot check a traced problem."""
     if config.holdout_fraction == 0:
-        return _whole_space(env, family, n, seed)
-    return first_in_split(env, _stream(env, config, family, seed=seed), n, split,
-                          holdout_fraction=config.holdout_fraction)
+        problems = _whole_space(env, family, n, seed)
+    else:
+        problems = first_in_split(env, _stream(env, config, family, seed=seed), n, split,
+                                  holdout_fraction=config.holdout_fraction)
+    name = "evaluation" if split == EVALUATION else "validation"
+    env.check_problems(problems, label=f"{name} set" + (f" of family {family!r}" if family else ""))
+    return problems
 
 
 def evaluation_sets(env: Environment, config) -> EvalSets:

@@ -11,7 +11,9 @@ makes a study long: its length is the label arms' label work, in outcome iterati
 - `mad-study`: default MAD, outcome vs mc vs exact vs critic, 5 paired seeds.
 - `arithmetic-study`: arithmetic with the legal-action menu, outcome vs `solver-uniform` (credit
   `solver`: exact values under the uniform reference) vs `exact-policy` (credit `exact`: exact
-  values under the current policy) vs `solver-optimal`, evaluated on every family; plus the three
+  values under the current policy) vs `solver-optimal`, evaluated per family on the families
+  within the environment's bound (`default`, `small_targets`, `multiplication`; numbers up to 9);
+  plus the three
   value-target objectives on the same uniform-reference values as `solver-uniform` (`dense-uniform`,
   `pairwise-uniform`, `hard-uniform`: credit `solver`, `objective` dense / pairwise / hard; see
   `jaxcredit.objectives`), so they differ from `solver-uniform` only in the loss: the same labels at
@@ -37,6 +39,9 @@ from jaxcredit.train.sweep import SweepSpec
 
 _SMALL_MAD = {"length": 5, "num_tokens": 4, "min_useful": 1, "max_useful": 2, "max_turns": 8}
 DENSITY_STUDY_DENSITIES = (0.125, 0.25, 0.5, 1.0)
+# the families whose numbers the default environment's bound covers (numbers up to 9, 4 digits): large_values
+# (numbers 10-99) would need max_number 99, and it is refused here (jaxcredit.envs.Arithmetic.check_family)
+ARITHMETIC_STUDY_FAMILIES = ("default", "small_targets", "multiplication")
 _UNIFORM_VALUES = {"credit": "solver", "solver_policy": "uniform"}
 _DENSITY_CREDITS = {"outcome": {"credit": "outcome"}, "exact": {"credit": "exact"},
                     "mc": {"credit": "mc", "mc_continuations": 2}}
@@ -83,7 +88,7 @@ PRESETS: dict[str, SweepSpec] = {
         description="arithmetic (legal-action menu), outcome vs solver-uniform vs exact-policy vs solver-optimal, "
                     "plus the dense, pairwise and hard value-target objectives on uniform-reference values",
         base={"env": "arithmetic", "learning_rate": 1e-3, "num_seeds": 2, "num_evals": 8, "eval_problems": 128,
-              "eval_families": ("default", "small_targets", "multiplication", "large_values"),
+              "eval_families": ARITHMETIC_STUDY_FAMILIES,
               "problems_per_iteration": 4, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"},
               "solver-uniform": {"credit": "solver", "solver_policy": "uniform"},

@@ -278,15 +278,17 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
     return table
 
 
-def summary_measures(summary: dict, *, policy_eval_flops: int | None = None) -> dict:
+def summary_measures(summary: dict, *, policy_eval_flops: int | None = None, family: str | None = None) -> dict:
     """A run summary's per-seed numbers in the form `jaxcredit.comparison.paired_table` takes (with
-    `total_policy_evals` where the summary keeps it, and `policy_eval_flops` as given)."""
+    `total_policy_evals` where the summary keeps it, and `policy_eval_flops` as given; with
+    `family`: that evaluation family's final and average success, from `by_family`)."""
     seeds = sorted(summary["seeds"], key=lambda s: s["seed_index"])
     out = {"seeds": [s["seed_index"] for s in seeds], "policy_eval_flops": policy_eval_flops}
     keys = ("final_success", "average_success", "main_episodes", "total_env_steps", "total_policy_evals")
     for key in keys:
         if all(key in s for s in seeds):
-            out[key] = np.asarray([s[key] for s in seeds], np.float64)
+            values = [s["by_family"][family][key] if family and key.endswith("_success") else s[key] for s in seeds]
+            out[key] = np.asarray(values, np.float64)
     return out
 
 
@@ -302,22 +304,41 @@ def config_policy_eval_flops(config) -> int:
 def sweep_table(summaries: dict, spec: SweepSpec, out: str | None = None) -> dict:
     """The comparison table (`jaxcredit.comparison.paired_table`) of the cells in `summaries`
     (`{(regime, cell): summary}`); with the sweep directory `out`, each cell's policy evaluations
-    are priced in FLOPs from its `config.json`."""
-    measures = {}
+    are priced in FLOPs from its `config.json`; with runs evaluated on several families, also
+    `families`: `{family: paired_table}` on each family's greedy success."""
+    measures, flops = {}, {}
     for cell, summary in summaries.items():
         config_path = None if out is None else os.path.join(out, *cell, "config.json")
-        flops = (config_policy_eval_flops(config_from_dict(read_json(config_path)))
-                 if config_path and os.path.exists(config_path) else None)
-        measures[cell] = summary_measures(summary, policy_eval_flops=flops)
+        flops[cell] = (config_policy_eval_flops(config_from_dict(read_json(config_path)))
+                       if config_path and os.path.exists(config_path) else None)
+        measures[cell] = summary_measures(summary, policy_eval_flops=flops[cell])
     pairs = comparison_pairs(table_regimes(spec.regimes, spec.match_on), spec.credits, spec.reference_arm,
                              environments=arm_environments(spec.base, spec.arms))
-    return paired_table(pairs, measures, budgets=spec.budgets, reference_arm=spec.reference_arm)
+    table = paired_table(pairs, measures, budgets=spec.budgets, reference_arm=spec.reference_arm)
+    families = list(dict.fromkeys(family for summary in summaries.values()
+                                  for family in summary["seeds"][0].get("by_family", {})))
+    if families:
+        table["families"] = {
+            family: paired_table(pairs, {cell: summary_measures(summary, policy_eval_flops=flops[cell], family=family)
+                                         for cell, summary in summaries.items()
+                                         if family in summary["seeds"][0].get("by_family", {})},
+                                 budgets=spec.budgets, reference_arm=spec.reference_arm)
+            for family in families}
+    return table
 
 
 def format_table(table: dict) -> str:
     """Markdown: one table per regime (`jaxcredit.comparison.format_paired_table`), then one plain
-    sentence per comparison (`jaxcredit.comparison.finding_sentences`)."""
+    sentence per comparison (`jaxcredit.comparison.finding_sentences`), then, for runs evaluated on
+    several families, the same tables per family."""
     sentences = finding_sentences(table)
     findings = ["", "Findings (final greedy success, arm − reference, 95% paired intervals; \"resolved\" means the "
                 "interval excludes 0):", ""] + [f"- {s[0].upper()}{s[1:]}." for s in sentences] if sentences else []
-    return format_paired_table(table) + "\n".join(findings) + ("\n" if findings else "")
+    text = format_paired_table(table) + "\n".join(findings) + ("\n" if findings else "")
+    families = table.get("families", {})
+    if families:
+        text += (f"\n## Per evaluation family\n\nThe tables above compare the mean over the {len(families)} "
+                 f"evaluation families ({', '.join(families)}); here each family on its own.\n")
+        for family, family_table in families.items():
+            text += f"\n### Family: {family}\n\n" + format_paired_table(family_table, heading="####")
+    return text
