@@ -13,6 +13,7 @@ The trainer records the charge as returned; the command line takes its `--credit
 | `outcome` | episode return normalised in its group | none |
 | `anchor` | GRPO + ω x step advantage among same-position steps (GiGPO) | none |
 | `mc` | K branch continuations: `td` `r + V̂' - V̂`, `q` `Q̂ - Σ π Q̂` | continuations (`label`) |
+| `progress-soft`, `progress-hard` | `Φ(h') - Φ(h)`, Φ from N continuations (Math-Shepherd) | continuations (`label`) |
 | `exact` | `Q^π - V^π` of the current network, from the solver | enumeration + network (`label`) |
 | `solver` | `w (Q^μ - V^μ)` of a fixed μ (uniform, optimal, soft) | enumeration (`label`) |
 | `critic` | GAE over a learned value head | its continuation labels (`critic`) |
@@ -25,6 +26,9 @@ the arm's fixed state (kept in the trainer's state, checkpointed, passed back as
 
 Hyper-parameters come from `context.config`, any object with the `TrainConfig` field names an
 arm reads (`attempts_per_problem`, `outcome_baseline`, `mc_variant`, `mc_continuations`, ...).
+The counterfactual arms (`exact`, `solver`, `mc`) read `replacement`, the distribution whose
+expected action value is the baseline (`credit.REPLACEMENTS`; `on-policy` where a config has no
+such field); `check_replacement_option` is its one check.
 
 Shape letters: P problems, G attempts per problem, B = P * G episodes, T turns, A actions,
 L observation length, M critic label states, E held-out states.
@@ -43,10 +47,15 @@ from jaxcredit import solver
 from jaxcredit.credit import (
     anchor_advantage,
     branch_action_values,
+    branch_null_values,
+    branch_state_progress,
     branch_state_values,
+    check_replacement,
     gae_advantage,
     mc_advantage,
     outcome_advantage,
+    progress_advantage,
+    replacement_value,
     solver_advantage,
     solver_menu_values,
 )
@@ -149,38 +158,109 @@ def anchor_arm(context: CreditContext, trajectory: Trajectory, problems: Any, ke
     return CreditResult(advantage, None, {})
 
 
+REPLACEMENT_ARMS = ("exact", "solver", "mc")  # the counterfactual arms, whose baseline `config.replacement` picks
+
+
+def check_replacement_option(env: Environment, *, credit: str, replacement: str, mc_variant: str = "q",
+                             objective: str = "pg") -> None:
+    """The one check of the `replacement` option (`TrainConfig.replacement`; `credit.REPLACEMENTS`):
+    raises `ValueError` naming the problem. `on-policy` (the default) suits every arm; another
+    replacement needs a counterfactual arm (`REPLACEMENT_ARMS`) and the policy-gradient objective
+    (value-target objectives use no advantage), `uniform` under `mc` needs every legal action's
+    value (`mc_variant` `q`), and `null` needs an environment with a null action."""
+    try:
+        check_replacement(replacement, env)
+    except ValueError as error:
+        raise ValueError(f"config.replacement: {error}") from None
+    if replacement == "on-policy":
+        return
+    if credit not in REPLACEMENT_ARMS:
+        raise ValueError(f"config.replacement {replacement!r} applies to credit {', '.join(REPLACEMENT_ARMS)}; "
+                         f"credit {credit!r} has no replacement: leave it 'on-policy'")
+    if credit == "mc" and mc_variant == "td" and replacement == "uniform":
+        raise ValueError("config.replacement 'uniform' under credit 'mc' needs the value of every legal action: "
+                         "set mc_variant 'q'")
+    if objective != "pg":
+        raise ValueError(f"config.replacement {replacement!r} changes the advantage, which objective {objective!r} "
+                         f"does not use; leave it 'on-policy'")
+
+
+def _replacement(context: CreditContext, credit: str) -> str:
+    """`config.replacement` (`on-policy` for a config without the field), checked for `credit`."""
+    c = context.config
+    replacement = getattr(c, "replacement", "on-policy")
+    check_replacement_option(context.env, credit=credit, replacement=replacement,
+                             mc_variant=getattr(c, "mc_variant", "q"), objective=getattr(c, "objective", "pg"))
+    return replacement
+
+
 def mc_td_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
-    """`r_t + V̂(s_{t+1}) - V̂(s_t)` from `config.mc_continuations` continuations of every state; consumes `key`."""
-    values, counts = branch_state_values(context.env, context.policy_fn, context.params, trajectory, key,
-                                         num_continuations=context.config.mc_continuations,
-                                         sharding=context.sharding)
-    return CreditResult(mc_advantage(trajectory, state_values=values), None, {"label": counts})
+    """`r_t + V̂(s_{t+1}) - V̂(s_t)` from `config.mc_continuations` continuations of every state; consumes `key`.
+    With `config.replacement` `null`, `V̂(s_t)` is replaced by `Q̂(s_t, null)` from as many continuations
+    after the null action (`credit.branch_null_values`), charged too."""
+    replacement = _replacement(context, "mc")
+    value_key, null_key = jax.random.split(key)
+    k = context.config.mc_continuations
+    values, counts = branch_state_values(context.env, context.policy_fn, context.params, trajectory,
+                                         key if replacement == "on-policy" else value_key,
+                                         num_continuations=k, sharding=context.sharding)
+    if replacement == "on-policy":
+        return CreditResult(mc_advantage(trajectory, state_values=values), None, {"label": counts})
+    null_values, null_counts = branch_null_values(context.env, context.policy_fn, context.params, trajectory,
+                                                  null_key, num_continuations=k, sharding=context.sharding)
+    advantage = mc_advantage(trajectory, state_values=values, baseline=null_values)
+    return CreditResult(advantage, None, {"label": counts + null_counts})
 
 
-def q_advantage(context: CreditContext, trajectory: Trajectory, q_hat: jax.Array, params: Any = None) -> jax.Array:
+def q_advantage(context: CreditContext, trajectory: Trajectory, q_hat: jax.Array, params: Any = None,
+                replacement: str = "on-policy") -> jax.Array:
     """float32 `[B, T]`: `Q̂(s_t, a_t) - V̂(s_t)` with `V̂ = Σ_a π(a|s) Q̂(s, a)`, π the policy network
     with `params` (None: the current `context.params`), from action values `q_hat` `[B, T, A]`
-    (`credit.mc_advantage`)."""
+    (`credit.mc_advantage`). Another `replacement` subtracts `E_{a' ~ ρ}[Q̂(s_t, a')]` instead
+    (`credit.replacement_value`); a refused `a_t` is still valued `r_t + V̂(s_{t+1})`."""
     params = context.params if params is None else params
     logits = context.policy_fn(params, trajectory.observation, trajectory.legal_action_mask)
-    v_hat = jnp.sum(action_probabilities(logits, trajectory.legal_action_mask) * q_hat, axis=-1)
-    v_hat = jnp.concatenate([v_hat, jnp.zeros_like(v_hat[:, :1])], axis=1)
-    return mc_advantage(trajectory, state_values=v_hat, action_values=q_hat)
+    v_now = jnp.sum(action_probabilities(logits, trajectory.legal_action_mask) * q_hat, axis=-1)
+    v_hat = jnp.concatenate([v_now, jnp.zeros_like(v_now[:, :1])], axis=1)
+    baseline = None if replacement == "on-policy" else replacement_value(
+        trajectory, q_hat, replacement=replacement, on_policy_value=v_now, null_action=context.env.null_action)
+    return mc_advantage(trajectory, state_values=v_hat, action_values=q_hat, baseline=baseline)
 
 
 def mc_q_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
     """`Q̂(s_t, a_t) - V̂(s_t)` with `V̂ = Σ_a π(a|s) Q̂(s, a)` (unbiased from the same continuations,
-    no second batch), `config.mc_continuations` per legal action; consumes `key`."""
+    no second batch), `config.mc_continuations` per legal action; consumes `key`. `config.replacement`
+    picks the baseline from the same `Q̂` (`uniform`: their mean; `null`: the null action's)."""
+    replacement = _replacement(context, "mc")
     q_hat, counts = branch_action_values(context.env, context.policy_fn, context.params, trajectory, key,
                                          num_continuations=context.config.mc_continuations,
                                          sharding=context.sharding)
-    return CreditResult(q_advantage(context, trajectory, q_hat), None, {"label": counts})
+    return CreditResult(q_advantage(context, trajectory, q_hat, replacement=replacement), None, {"label": counts})
 
 
 def mc_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
     """Monte Carlo credit, the `config.mc_variant` (`td` or `q`) variant."""
     variant = mc_q_arm if context.config.mc_variant == "q" else mc_td_arm
     return variant(context, trajectory, problems, key)
+
+
+def _progress_arm(kind: str) -> Callable[[CreditContext, Trajectory, Any, jax.Array], CreditResult]:
+    def progress_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+        progress, counts = branch_state_progress(context.env, context.policy_fn, context.params, trajectory, key,
+                                                 num_continuations=context.config.progress_continuations,
+                                                 kind=kind, sharding=context.sharding)
+        return CreditResult(progress_advantage(trajectory, progress=progress), None, {"label": counts})
+
+    progress_arm.__doc__ = (f"Math-Shepherd's {kind} progress credit `Φ(h_{{t+1}}) - Φ(h_t)` "
+                            f"(`credit.progress_advantage`), `Φ` from `config.progress_continuations` continuations "
+                            f"of every state under the current policy (`credit.branch_state_progress`, "
+                            f"kind {kind!r}); consumes `key`; the continuations are charged to `label`.")
+    progress_arm.__name__ = progress_arm.__qualname__ = f"progress_{kind}_arm"
+    return progress_arm
+
+
+progress_soft_arm = _progress_arm("soft")
+progress_hard_arm = _progress_arm("hard")
 
 
 def _graphs(env: Environment, problems: Any):
@@ -195,27 +275,32 @@ def _graphs(env: Environment, problems: Any):
 def exact_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
     """`Q^π - V^π` of the current network from the solver (the values `reference_values(policy="network")`
     gives, all problems' network rows in shared chunks), charged the enumeration and the network
-    evaluations done (reached, distinct rows)."""
+    evaluations done (reached, distinct rows). `config.replacement` picks the baseline in place of `V^π`."""
     env, c = context.env, context.config
+    replacement = _replacement(context, "exact")
     graphs, starts, counts = _graphs(env, problems)
     # the problems' distinct rows share the network's chunks (what reference_values does one problem at a time)
     values, evals = network_values_batch(env, problems, graphs, context.policy_fn, context.params,
                                          horizon=env.max_turns, starts=starts)
     counts = counts.replace(policy_evals=evals)
-    return CreditResult(solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem), None,
-                        {"label": counts}, solver_menu_values(trajectory, values, group_size=c.attempts_per_problem))
+    advantage = solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem,
+                                 replacement=replacement, null_action=env.null_action)
+    return CreditResult(advantage, None, {"label": counts},
+                        solver_menu_values(trajectory, values, group_size=c.attempts_per_problem))
 
 
 def solver_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
     """`config.solver_weight x (Q^μ - V^μ)` under the fixed `config.solver_policy` μ (plus the outcome
-    advantage with `config.solver_add_outcome`), charged the enumeration."""
+    advantage with `config.solver_add_outcome`), charged the enumeration. `config.replacement` picks the
+    baseline in place of `V^μ`."""
     env, c = context.env, context.config
+    replacement = _replacement(context, "solver")
     graphs, _, counts = _graphs(env, problems)
     values = jax.vmap(lambda p, g: reference_values(env, p, policy=c.solver_policy, graph=g,
                                                     temperature=c.solver_temperature)[0])(problems, graphs)
     outcome = c.outcome_baseline if c.solver_add_outcome else None
     advantage = solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem, weight=c.solver_weight,
-                                 outcome=outcome)
+                                 outcome=outcome, replacement=replacement, null_action=env.null_action)
     return CreditResult(advantage, None, {"label": counts},
                         solver_menu_values(trajectory, values, group_size=c.attempts_per_problem))
 
@@ -312,6 +397,12 @@ CREDIT_ARMS = {arm.name: arm for arm in (
     CreditArm("solver", "label", True, "exact Q - V of a fixed reference or optimal policy (CAST-style)",
               solver_arm),
     CreditArm("anchor", None, False, "GRPO plus a step advantage among same-position steps (GiGPO)", anchor_arm),
+    CreditArm("progress-soft", "label", False,
+              "progress Φ(h') - Φ(h), Φ the fraction of N continuations that succeed (Math-Shepherd soft)",
+              progress_soft_arm),
+    CreditArm("progress-hard", "label", False,
+              "progress Φ(h') - Φ(h), Φ whether any of N continuations succeeds (Math-Shepherd hard)",
+              progress_hard_arm),
     CreditArm("critic", "critic", False, "GAE over a learned value head trained on continuation labels",
               critic_arm),
     CreditArm("predictor", "predictor", False,
