@@ -397,17 +397,17 @@ CREDIT_ARMS = {arm.name: arm for arm in (
     CreditArm("solver", "label", True, "exact Q - V of a fixed reference or optimal policy (CAST-style)",
               solver_arm),
     CreditArm("anchor", None, False, "GRPO plus a step advantage among same-position steps (GiGPO)", anchor_arm),
+    CreditArm("critic", "critic", False, "GAE over a learned value head trained on continuation labels",
+              critic_arm),
+    CreditArm("predictor", "predictor", False,
+              "action values from a frozen model fitted once, offline, on a fixed dataset of Monte Carlo labels",
+              predictor_arm, prepare=predictor_prepare),
     CreditArm("progress-soft", "label", False,
               "progress Φ(h') - Φ(h), Φ the fraction of N continuations that succeed (Math-Shepherd soft)",
               progress_soft_arm),
     CreditArm("progress-hard", "label", False,
               "progress Φ(h') - Φ(h), Φ whether any of N continuations succeeds (Math-Shepherd hard)",
               progress_hard_arm),
-    CreditArm("critic", "critic", False, "GAE over a learned value head trained on continuation labels",
-              critic_arm),
-    CreditArm("predictor", "predictor", False,
-              "action values from a frozen model fitted once, offline, on a fixed dataset of Monte Carlo labels",
-              predictor_arm, prepare=predictor_prepare),
 )}
 CREDIT_NAMES = tuple(CREDIT_ARMS)
 LABEL_FREE_CREDITS = tuple(name for name, arm in CREDIT_ARMS.items() if arm.account is None)
