@@ -1,6 +1,5 @@
 """MAD's decorative actions: the rules, the oracle, the protocols, the turn-limit rule, exact values."""
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest

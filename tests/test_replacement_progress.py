@@ -19,7 +19,8 @@ from jaxcredit.credit import check_replacement, progress_advantage, replacement_
 from jaxcredit.credit_arms import CREDIT_ARMS, CreditContext, check_replacement_option
 from jaxcredit.envs import BLANK, make
 from jaxcredit.rollout import replay
-from jaxcredit.train import TrainConfig
+from jaxcredit.train import TrainConfig, config_from_dict, make_train
+from tests.conftest import TINY_MAD, TINY_TRAIN
 
 ENV = make("mad", length=2, num_tokens=1, min_useful=1, max_useful=1, decorative_actions=1, max_turns=6)
 TAPE = jnp.asarray([0, BLANK], jnp.int32)
@@ -201,3 +202,19 @@ def test_bad_replacements_are_refused_clearly():
     assert config.replacement == "null" and TrainConfig().replacement == "on-policy"
     with pytest.raises(ValueError, match="needs the environment's null_action"):
         replacement_value(_episodes(1), jnp.zeros((1, 6, 6)), replacement="null", on_policy_value=jnp.zeros((1, 6)))
+
+
+@pytest.mark.parametrize("fields", [{"credit": "progress-soft"},
+                                    {"credit": "exact", "replacement": "null",
+                                     "env_overrides": {**TINY_MAD, "decorative_actions": 1, "max_turns": 6}}],
+                         ids=["progress-soft", "exact-null"])
+def test_the_trainer_runs_the_new_options_and_charges_their_labels(fields):
+    trainer = make_train(config_from_dict({**TINY_TRAIN, **fields}))
+    state = trainer.init(jnp.int32(0))
+    after = jax.jit(trainer.iterate)(state)
+    ledger = after.ledger
+    assert int(ledger.label_env_steps) > 0 and int(ledger.main_episodes) == 32
+    if fields["credit"] == "progress-soft":  # every continuation step evaluates the policy
+        assert int(ledger.label_policy_evals) == int(ledger.label_env_steps)
+    moved = jax.tree_util.tree_map(lambda a, b: float(jnp.abs(a - b).max()), state.params, after.params)
+    assert max(jax.tree_util.tree_leaves(moved)) > 0.0

@@ -166,11 +166,12 @@ class TrainConfig:
         choice("budget_counter", BUDGET_COUNTERS)
         choice("loss_normalisation", LOSS_NORMALISATIONS)
         choice("replacement", REPLACEMENTS)
-        for field in ("mc_continuations", "progress_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
+        for field in ("mc_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
                       "ppo_epochs", "d_model", "num_layers", "num_heads", "mlp_dim", "num_evals",
                       "eval_problems", "validation_problems", "num_seeds", "shard_devices", "predictor_states",
                       "predictor_continuations", "predictor_steps"):
             integer(field, 1)
+        integer("progress_continuations", 1)
         integer("predictor_eval_states", 0)
         integer("attempts_per_problem", 2 if self.outcome_baseline == "rloo" else 1)
         integer("budget", 1, MAX_BUDGET)
