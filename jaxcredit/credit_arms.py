@@ -14,6 +14,7 @@ The trainer records the charge as returned; the command line takes its `--credit
 | `anchor` | GRPO + ω x step advantage among same-position steps (GiGPO) | none |
 | `mc` | K branch continuations: `td` `r + V̂' - V̂`, `q` `Q̂ - Σ π Q̂` | continuations (`label`) |
 | `progress-soft`, `progress-hard` | `Φ(h') - Φ(h)`, Φ from N continuations (Math-Shepherd) | continuations (`label`) |
+| `progress-model` | `Φ(h') - Φ(h)`, Φ a value head fitted on the episodes' outcomes | none (main attempts' own) |
 | `exact` | `Q^π - V^π` of the current network, from the solver | enumeration + network (`label`) |
 | `solver` | `w (Q^μ - V^μ)` of a fixed μ (uniform, optimal, soft) | enumeration (`label`) |
 | `critic` | GAE over a learned value head | its continuation labels (`critic`) |
@@ -110,8 +111,8 @@ class CreditResult(NamedTuple):
 
     Attributes:
       advantage: float32 `[B, T]`, 0 on non-live steps.
-      critic_batch: `(observation [M, L], legal [M, A], target [M], valid [M])` for the critic
-        arm, else None.
+      critic_batch: `(observation [M, L], legal [M, A], target [M], valid [M])` for the arms that
+        train the value head (critic, progress-model), else None.
       charge: `{account: Counts}`, the work spent, per ledger account (empty: no work).
       action_values: float32 `[B, T, A]`, the exact value of every legal action at each step's
         state (`credit.solver_menu_values`; what the value-target objectives train on) for the arms
@@ -336,6 +337,24 @@ def critic_arm(context: CreditContext, trajectory: Trajectory, problems: Any, ke
     return CreditResult(advantage, critic_batch, {"critic": counts})
 
 
+def progress_model_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+    """Learned progress: `r_t + Φ_θ(s_{t+1}) - Φ_θ(s_t)` (`credit.progress_advantage`), `Φ_θ` the network's
+    value head fitted, as a process reward model is, on the policy's own episodes: every live state's
+    target is its return to go (the episode's outcome, in environments that reward only the end).
+    The critic batch is every step of the trajectory (`M = B * T`, valid where live); nothing is
+    charged: the targets are the main attempts' own outcomes, already counted. `key` is unused."""
+    values = jax.lax.stop_gradient(critic_values(context, trajectory))
+    advantage = progress_advantage(trajectory, progress=values)
+    to_go = jnp.cumsum(trajectory.reward[:, ::-1], axis=1)[:, ::-1]
+
+    def flat(x):
+        return x.reshape(-1, *x.shape[2:])
+
+    critic_batch = (flat(trajectory.observation), flat(trajectory.legal_action_mask), flat(to_go),
+                    flat(trajectory.live))
+    return CreditResult(advantage, critic_batch, {})
+
+
 def predictor_network(context: CreditContext) -> PolicyFunctions:
     """The predictor's model: a fresh copy of the policy Transformer (`config.d_model`, ...) whose
     action head, read on legal actions, is `Q̂(s, ·)`."""
@@ -408,6 +427,9 @@ CREDIT_ARMS = {arm.name: arm for arm in (
     CreditArm("progress-hard", "label", False,
               "progress Φ(h') - Φ(h), Φ whether any of N continuations succeeds (Math-Shepherd hard)",
               progress_hard_arm),
+    CreditArm("progress-model", None, False,
+              "progress Φ(h') - Φ(h), Φ a value head fitted on the policy's own episodes' outcomes (a learned PRM)",
+              progress_model_arm),
 )}
 CREDIT_NAMES = tuple(CREDIT_ARMS)
 LABEL_FREE_CREDITS = tuple(name for name, arm in CREDIT_ARMS.items() if arm.account is None)

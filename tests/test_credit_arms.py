@@ -43,8 +43,8 @@ def batch():
 
 def test_registry_names_accounts_and_label_free_arms():
     assert CREDIT_NAMES == ("outcome", "mc", "exact", "solver", "anchor", "critic", "predictor", "progress-soft",
-                            "progress-hard")
-    assert LABEL_FREE_CREDITS == ("outcome", "anchor")
+                            "progress-hard", "progress-model")
+    assert LABEL_FREE_CREDITS == ("outcome", "anchor", "progress-model")
     assert {arm.account for arm in CREDIT_ARMS.values()} <= set(ACCOUNTS) | {None}
     assert [name for name, arm in CREDIT_ARMS.items() if arm.enumerates] == ["exact", "solver"]
 
@@ -61,7 +61,7 @@ def test_every_arm_gives_advantages_and_charges_its_account(batch, name, fields)
     advantage = np.asarray(result.advantage)
     assert advantage.shape == (P * G, env.max_turns) and advantage.dtype == np.float32
     assert np.isfinite(advantage).all() and not advantage[~np.asarray(trajectory.live)].any()
-    assert (result.critic_batch is not None) == (name == "critic")
+    assert (result.critic_batch is not None) == (name in ("critic", "progress-model"))
     assert set(result.charge) == ({arm.account} if arm.account else set())
     for counts in result.charge.values():
         assert int(counts.env_steps) > 0

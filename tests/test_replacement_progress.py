@@ -165,6 +165,23 @@ def test_progress_label_of_given_progress_is_its_difference():
     np.testing.assert_allclose(progress_advantage(trajectory, progress=phi)[0], [-0.25, 0.5, -0.25, 0, 0.5, 0])
 
 
+def test_learned_progress_model_labels_and_its_training_batch():
+    """`progress-model` with a given value head Φ_θ: the labels are its differences along the episode,
+    and its training batch is every step with the episode's outcome as target, valid where live."""
+    def value_fn(params, observation, legal_action_mask):  # token cell 0 selected: 3; blank cell 1 selected: 1
+        return 0.5 * (observation[..., 0] == 3) + 0.25 * (observation[..., 1] == 1) + 0.125
+
+    trajectory = _episodes(1)
+    context = CreditContext(ENV, half_note_policy, None, _config(), value_fn=value_fn)
+    result = CREDIT_ARMS["progress-model"].compute(context, trajectory, TAPE[None], jax.random.key(0))
+    # Φ_θ: empty 1/8, {1} 3/8, {0, 1} 7/8, {0} 5/8; the submit's step earns 1 and ends the episode
+    np.testing.assert_allclose(result.advantage[0], [0.0, 0.25, 0.5, -0.25, 0.375, 0.0])
+    observation, legal, target, valid = result.critic_batch
+    assert observation.shape == (6, 3) and legal.shape == (6, 6) and result.charge == {}
+    assert target.tolist() == [1.0] * 5 + [0.0] and valid.tolist() == [True] * 5 + [False]
+    assert CREDIT_ARMS["progress-model"].account is None
+
+
 def test_replacement_value_by_hand():
     trajectory = _episodes(1)
     q = jnp.asarray(np.where(np.isnan(Q_HAND), 7.0, Q_HAND))[None]  # illegal entries are never read
