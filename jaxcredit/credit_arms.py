@@ -200,13 +200,14 @@ def mc_td_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key
     With `config.replacement` `null`, `V̂(s_t)` is replaced by `Q̂(s_t, null)` from as many continuations
     after the null action (`credit.branch_null_values`), charged too."""
     replacement = _replacement(context, "mc")
-    value_key, null_key = jax.random.split(key)
     k = context.config.mc_continuations
-    values, counts = branch_state_values(context.env, context.policy_fn, context.params, trajectory,
-                                         key if replacement == "on-policy" else value_key,
-                                         num_continuations=k, sharding=context.sharding)
     if replacement == "on-policy":
+        values, counts = branch_state_values(context.env, context.policy_fn, context.params, trajectory, key,
+                                             num_continuations=k, sharding=context.sharding)
         return CreditResult(mc_advantage(trajectory, state_values=values), None, {"label": counts})
+    value_key, null_key = jax.random.split(key)
+    values, counts = branch_state_values(context.env, context.policy_fn, context.params, trajectory, value_key,
+                                         num_continuations=k, sharding=context.sharding)
     null_values, null_counts = branch_null_values(context.env, context.policy_fn, context.params, trajectory,
                                                   null_key, num_continuations=k, sharding=context.sharding)
     advantage = mc_advantage(trajectory, state_values=values, baseline=null_values)
