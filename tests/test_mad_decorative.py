@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from jaxcredit import solver_values
+from jaxcredit.analysis.intent import categorize
 from jaxcredit.conformance import check_environment
 from jaxcredit.envs import BLANK, make, make_reference
 from jaxcredit.envs.menu_protocol import MenuProtocol
@@ -96,6 +97,11 @@ def test_text_and_menu_protocols_play_notes():
     assert text.parse("jot 1", state) == Refusal("malformed: expected select N, unselect N, note N or submit")
     after, parsed = text.step(state, "note 1")
     assert parsed == 18 and int(after.turn) == 1 and not bool(after.rejected)
+    for reply, category in (("Note 1", ("misformatted", 18)), ("note 5", ("illegal", None)),
+                            ("<ACT>note 0</ACT>", ("misformatted", 17))):  # a transcript audit's reading
+        assert categorize(text, reply, text.parse(reply, state), state) == category
+        plain = text_protocol(make("mad"))
+        assert categorize(plain, reply, plain.parse(reply, state), state) == ("unparseable", None)
     menu = MenuProtocol(env)
     assert menu.render_prompt(state).splitlines()[-3:-1] == ["J. note 0", "K. note 1"]
     for action in menu.options(state):
