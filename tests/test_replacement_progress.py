@@ -217,6 +217,8 @@ def test_bad_replacements_are_refused_clearly():
         TrainConfig(credit="progress-soft", progress_continuations=0)
     config = TrainConfig(credit="exact", replacement="null", env_overrides={"decorative_actions": 1})
     assert config.replacement == "null" and TrainConfig().replacement == "on-policy"
+    from_json = config_from_dict({"credit": "mc", "replacement": None, "env_overrides": {"decorative_actions": 1}})
+    assert from_json.replacement == "null"  # `--set replacement=null` is JSON null
     with pytest.raises(ValueError, match="needs the environment's null_action"):
         replacement_value(_episodes(1), jnp.zeros((1, 6, 6)), replacement="null", on_policy_value=jnp.zeros((1, 6)))
 

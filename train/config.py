@@ -48,7 +48,8 @@ class TrainConfig:
       replacement: what replaces the action in the counterfactual credit of the exact, solver and
         mc arms, `Q(s, a_t) - E_{a' ~ ρ}[Q(s, a')]` (`jaxcredit.credit.REPLACEMENTS`): `on-policy`
         (ρ is the policy the values are of: the baseline is V), `uniform` (over the legal actions)
-        or `null` (the environment's null action: MAD with `decorative_actions`).
+        or `null` (the environment's null action: MAD with `decorative_actions`; JSON null reads as
+        `"null"`, so `--set replacement=null` names it).
       progress_continuations: N, continuations per state of the progress-soft and progress-hard arms.
       anchor_weight: the anchor (GiGPO) arm's weight of the advantage within identical positions.
       anchor_discount: the anchor arm's discount of step returns (GiGPO's 0.95).
@@ -165,6 +166,8 @@ class TrainConfig:
         choice("solver_policy", SOLVER_POLICIES)
         choice("budget_counter", BUDGET_COUNTERS)
         choice("loss_normalisation", LOSS_NORMALISATIONS)
+        if self.replacement is None:  # `--set replacement=null` reads as JSON null: it names the null replacement
+            object.__setattr__(self, "replacement", "null")
         choice("replacement", REPLACEMENTS)
         for field in ("mc_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
                       "ppo_epochs", "d_model", "num_layers", "num_heads", "mlp_dim", "num_evals",
