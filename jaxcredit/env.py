@@ -165,7 +165,8 @@ class Environment(abc.ABC):
         """The id of the environment's null action, or None (the default) when it has none.
 
         A null action is decorative: legal in every live position, it changes nothing but the turn
-        (same position, same observation, reward 0). Counterfactual credit with the `null`
+        (same env state and position, reward 0, never ends the episode but by the turn limit;
+        `conformance.check_null_action` checks it). Counterfactual credit with the `null`
         replacement compares each action with it (`jaxcredit.credit.REPLACEMENTS`)."""
         return None
 

@@ -1,5 +1,6 @@
 """MAD's decorative actions: the rules, the oracle, the protocols, the turn-limit rule, exact values."""
 
+import dataclasses
 import functools
 
 import jax
@@ -9,8 +10,8 @@ import pytest
 
 from jaxcredit import solver_values
 from jaxcredit.analysis.intent import categorize
-from jaxcredit.conformance import check_environment
-from jaxcredit.envs import BLANK, make, make_reference
+from jaxcredit.conformance import check_environment, check_null_action, rollout_random
+from jaxcredit.envs import BLANK, MadSelectiveCopy, make, make_reference
 from jaxcredit.envs.menu_protocol import MenuProtocol
 from jaxcredit.envs.text_protocol import Refusal, text_protocol
 
@@ -31,6 +32,24 @@ def decorated():
 def test_conformance_and_oracle_with_decorative_actions(decorated):
     assert decorated.num_actions == 2 * 3 + 1 + 2
     check_environment(decorated, reference=make_reference(decorated), num_episodes=64)
+
+
+@dataclasses.dataclass(frozen=True)
+class MadWrongNull(MadSelectiveCopy):
+    """A MAD that declares `select 0` its null action: conformance must refuse it."""
+
+    @property
+    def null_action(self):
+        return 0
+
+
+def test_conformance_refuses_a_null_action_that_changes_something(decorated):
+    _, states, _ = rollout_random(decorated, seed=1, num_episodes=16, num_steps=4, illegal_fraction=0.0)
+    check_null_action(decorated, states)  # note 0 passes
+    wrong = MadWrongNull(**decorated.config())
+    _, states, _ = rollout_random(wrong, seed=1, num_episodes=16, num_steps=4, illegal_fraction=0.0)
+    with pytest.raises(AssertionError, match="null action is not legal in every live state|changed the env_state"):
+        check_null_action(wrong, states)
 
 
 def test_a_note_changes_nothing_but_uses_a_turn():
