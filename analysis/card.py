@@ -65,6 +65,9 @@ def _credit_text(config: dict) -> tuple[str, str, str, str]:
     credit = config.get("credit", "outcome")
     account = credit_arm(credit).account  # raises ValueError naming the registered arms
     estimand, state, provenance, downstream = _arm_text(config, credit)
+    replacement = config.get("replacement", "on-policy")
+    if replacement != "on-policy":
+        estimand += f", with E_{{a' ~ {replacement}}}[Q(s_t, a')] in place of V (the {replacement} replacement)"
     charged = f"its work is charged to the ledger's {account} account" if account else "no label work"
     return estimand, state, f"{provenance}; {charged}", downstream
 
@@ -119,6 +122,20 @@ def _arm_text(config: dict, credit: str) -> tuple[str, str, str, str]:
                 "the network's observation (what the value head reads)",
                 f"learned value (trained on continuation labels: {states} states × K={k} per iteration)",
                 "continuations under the current policy for the value head's labels, to the episode's end")
+    if credit in ("progress-soft", "progress-hard"):
+        n = config.get("progress_continuations", 4)
+        phi = ("the fraction of N continuations that succeed" if credit == "progress-soft"
+               else "1 when any of N continuations succeeds, else 0")
+        return (f"per action: Φ(h_{{t+1}}) − Φ(h_t), Φ = {phi} (Math-Shepherd {credit[9:]} labels): where the "
+                "step leads, not what it did", _OBSERVED_STATE, f"continuation (N={n} per state)",
+                "continuations under the current policy from each state to the episode's end; reward: the "
+                "environment's success reward")
+    if credit == "progress-model":
+        return ("per action: Φ_θ(h_{t+1}) − Φ_θ(h_t), Φ_θ the network's value head fitted on the policy's own "
+                "episodes' outcomes (a learned process reward model)",
+                "the network's observation (what the value head reads)",
+                "learned value (trained on the main attempts' returns to go; no continuations)",
+                "the main attempts themselves under the current policy, to the end of the episode")
     if credit == "predictor":
         states = config.get("predictor_states", 256)
         k = config.get("predictor_continuations", 4)
@@ -141,7 +158,7 @@ def _interface(config: dict) -> str:
     text = (f"the per-action advantage multiplies the action's log-probability in a {loss} loss, masked to live "
             f"steps and averaged {averaged}; entropy bonus {config.get('entropy_coef', 0.0)}, "
             f"Adam lr {config.get('learning_rate')}, gradient norm clip {config.get('max_grad_norm')}")
-    if config.get("credit") == "critic":
+    if config.get("credit") in ("critic", "progress-model"):
         text += f"; plus the value head's squared error × {config.get('critic_coef', 1.0)}"
     return text
 

@@ -32,6 +32,7 @@ _ARITHMETIC = [
 ]
 _MAD = [("cell", re.compile(r"\b(select|unselect)\s*(\d{1,10})", re.IGNORECASE)),
         ("submit", re.compile(r"\bsubmit\b", re.IGNORECASE))]
+_MAD_NOTE = ("note", re.compile(r"\bnote\s*(\d{1,10})", re.IGNORECASE))  # MAD with decorative actions only
 _LETTER = re.compile(r"(?<![A-Za-z])([A-Z]{1,3})(?![A-Za-z])")
 
 
@@ -50,9 +51,12 @@ def _canonical(protocol, text: str, state) -> str | None:
         match = _LETTER.search(text)
         return match.group(1) if match else None
     if protocol.env.name == "mad":
-        kind, match = _first(_MAD, text)
+        notes = getattr(protocol.env, "decorative_actions", 0)
+        kind, match = _first(_MAD + ([_MAD_NOTE] if notes else []), text)
         if kind == "cell":
             return f"{match.group(1).lower()} {int(match.group(2))}"
+        if kind == "note":
+            return f"note {int(match.group(1))}"
         return "submit" if kind == "submit" else None
     kind, match = _first(_ARITHMETIC, text)
     if kind == "combine":

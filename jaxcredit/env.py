@@ -172,6 +172,16 @@ class Environment(abc.ABC):
         names = tuple(dict.fromkeys(words))
         return names, np.array([names.index(w) for w in words], np.int32)
 
+    @property
+    def null_action(self) -> int | None:
+        """The id of the environment's null action, or None (the default) when it has none.
+
+        A null action is decorative: legal in every live position, it changes nothing but the turn
+        (same env state and position, reward 0, never ends the episode but by the turn limit;
+        `conformance.check_null_action` checks it). Counterfactual credit with the `null`
+        replacement compares each action with it (`jaxcredit.credit.REPLACEMENTS`)."""
+        return None
+
     def problem_identity(self, problem: Problem) -> jax.Array:
         """int32 `[K]`: what makes two problems the same problem (`jaxcredit.holdout` hashes it to
         keep evaluation problems out of training). Default: every leaf of the problem, flattened;

@@ -18,7 +18,8 @@ from jaxcredit.train import config_from_dict
 TINY_MAD = {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 5}
 P, G = 2, 2  # problems, attempts per problem
 VARIANTS = [("outcome", {}), ("anchor", {}), ("mc", {"mc_variant": "td"}), ("mc", {"mc_variant": "q"}),
-            ("exact", {}), ("solver", {"solver_policy": "soft"}), ("critic", {"critic_label_states": 4})]
+            ("exact", {}), ("solver", {"solver_policy": "soft"}), ("critic", {"critic_label_states": 4}),
+            ("progress-hard", {"progress_continuations": 2})]
 # `predictor` charges its dataset once, before training, not per call: tests/test_predictor.py
 
 
@@ -41,8 +42,9 @@ def batch():
 
 
 def test_registry_names_accounts_and_label_free_arms():
-    assert CREDIT_NAMES == ("outcome", "mc", "exact", "solver", "anchor", "critic", "predictor")
-    assert LABEL_FREE_CREDITS == ("outcome", "anchor")
+    assert CREDIT_NAMES == ("outcome", "mc", "exact", "solver", "anchor", "critic", "predictor", "progress-soft",
+                            "progress-hard", "progress-model")
+    assert LABEL_FREE_CREDITS == ("outcome", "anchor", "progress-model")
     assert {arm.account for arm in CREDIT_ARMS.values()} <= set(ACCOUNTS) | {None}
     assert [name for name, arm in CREDIT_ARMS.items() if arm.enumerates] == ["exact", "solver"]
 
@@ -59,7 +61,7 @@ def test_every_arm_gives_advantages_and_charges_its_account(batch, name, fields)
     advantage = np.asarray(result.advantage)
     assert advantage.shape == (P * G, env.max_turns) and advantage.dtype == np.float32
     assert np.isfinite(advantage).all() and not advantage[~np.asarray(trajectory.live)].any()
-    assert (result.critic_batch is not None) == (name == "critic")
+    assert (result.critic_batch is not None) == (name in ("critic", "progress-model"))
     assert set(result.charge) == ({arm.account} if arm.account else set())
     for counts in result.charge.values():
         assert int(counts.env_steps) > 0

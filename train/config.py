@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxcredit.credit_arms import CREDIT_ARMS, CREDIT_NAMES
+from jaxcredit.credit import REPLACEMENTS
+from jaxcredit.credit_arms import CREDIT_ARMS, CREDIT_NAMES, check_replacement_option
 from jaxcredit.objectives import OBJECTIVES
 from jaxcredit.solver import check_tie_break
 from jaxcredit.validation import INT32_MAX, require_float, require_int
@@ -34,7 +35,8 @@ class TrainConfig:
       env: the environment's name (`jaxcredit.envs.make`): `mad` or `arithmetic`.
       env_overrides: environment configuration fields replacing its defaults (a JSON object; kept
         as sorted `(field, value)` pairs), e.g. `{"length": 5}`.
-      credit: the credit arm, one of `CREDITS` (outcome, mc, exact, solver, anchor, critic, predictor).
+      credit: the credit arm, one of `CREDITS` (outcome, mc, exact, solver, anchor, progress-soft,
+        progress-hard, critic, predictor).
       outcome_baseline: the outcome arm's baseline within each problem's group of attempts:
         `grpo` (mean and standard deviation), `rloo` (leave-one-out mean) or `mean`.
       mc_variant: the mc arm's advantage: `td` (`r_t + V(s_{t+1}) - V(s_t)`) or `q` (`Q(s_t, a_t) - V(s_t)`).
@@ -48,6 +50,12 @@ class TrainConfig:
       solver_temperature: the Boltzmann temperature of `solver_policy="soft"`, in success
         probability (`jaxcredit.solver.DEFAULT_TEMPERATURE`).
       solver_add_outcome: the solver arm adds the outcome advantage to its own.
+      replacement: what replaces the action in the counterfactual credit of the exact, solver and
+        mc arms, `Q(s, a_t) - E_{a' ~ ρ}[Q(s, a')]` (`jaxcredit.credit.REPLACEMENTS`): `on-policy`
+        (ρ is the policy the values are of: the baseline is V), `uniform` (over the legal actions)
+        or `null` (the environment's null action: MAD with `decorative_actions`; JSON null reads as
+        `"null"`, so `--set replacement=null` names it).
+      progress_continuations: N, continuations per state of the progress-soft and progress-hard arms.
       anchor_weight: the anchor (GiGPO) arm's weight of the advantage within identical positions.
       anchor_discount: the anchor arm's discount of step returns (GiGPO's 0.95).
       critic_label_states: states per iteration the critic arm labels with Monte Carlo returns.
@@ -108,6 +116,8 @@ class TrainConfig:
     solver_weight: float = 1.0
     solver_temperature: float = 0.3
     solver_add_outcome: bool = False
+    replacement: str = "on-policy"
+    progress_continuations: int = 4
     anchor_weight: float = 1.0
     anchor_discount: float = 0.95
     critic_label_states: int = 32
@@ -165,11 +175,15 @@ class TrainConfig:
         choice("solver_policy", SOLVER_POLICIES)
         choice("budget_counter", BUDGET_COUNTERS)
         choice("loss_normalisation", LOSS_NORMALISATIONS)
+        if self.replacement is None:  # `--set replacement=null` reads as JSON null: it names the null replacement
+            object.__setattr__(self, "replacement", "null")
+        choice("replacement", REPLACEMENTS)
         for field in ("mc_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
                       "ppo_epochs", "d_model", "num_layers", "num_heads", "mlp_dim", "num_evals",
                       "eval_problems", "validation_problems", "num_seeds", "shard_devices", "predictor_states",
                       "predictor_continuations", "predictor_steps"):
             integer(field, 1)
+        integer("progress_continuations", 1)
         integer("predictor_eval_states", 0)
         integer("attempts_per_problem", 2 if self.outcome_baseline == "rloo" else 1)
         integer("budget", 1, MAX_BUDGET)
@@ -246,6 +260,8 @@ class TrainConfig:
             env = make(self.env, **self.env_kwargs)
         except (TypeError, ValueError) as error:
             raise ValueError(f"config.env_overrides: {error}") from None
+        check_replacement_option(env, credit=self.credit, replacement=self.replacement, mc_variant=self.mc_variant,
+                                 objective=self.objective)
         for family in self.eval_families:
             get_family(family)
             if self.env == "arithmetic":  # its values must fit the observation (envs/arithmetic.py)
