@@ -27,7 +27,7 @@ from jaxcredit.rundir_io import RunLock, check_writable_dir, make_dirs, read_jso
 from jaxcredit.suite.experiments import BUILTIN_ARMS, get_suite
 from jaxcredit.suite.labels import LABEL_CLASSES, LabelSetting, label_quality
 from jaxcredit.suite.learning import REGIME_TAGS, run_setting
-from jaxcredit.suite.scorecard import SCHEMA, aggregate, plot_scorecard, report_markdown
+from jaxcredit.suite.scorecard import SCHEMA, aggregate, plot_label_cost, plot_scorecard, report_markdown
 from jaxcredit.timing import machine_record
 
 
@@ -163,6 +163,8 @@ def _write_card(out: str, suite: str, arms: dict, records: dict, chosen: tuple, 
     card = {"schema": SCHEMA, "suite": suite, "arms": list(arms), "experiments": records,
             "tags": aggregate(records, list(arms)), "machine": machine_record()["cpu"]["model"],
             "run_time_s": round(time.monotonic() - start, 1), "command": command}
+    if plot_label_cost(card, os.path.join(out, "labels-cost.png")):
+        card["label_cost_plot"] = "labels-cost.png"
     write_json_atomic(os.path.join(out, "scorecard.json"), card)
     has_tags = any(not t.startswith("_") for t in card["tags"])
     if has_tags:

@@ -112,6 +112,8 @@ def report_markdown(card: dict, plot_name: str | None = "scorecard.png") -> str:
              "(rliable).", ""]
     if plot_name:
         lines += [f"![scores per tag]({plot_name})", ""]
+    if card.get("label_cost_plot"):
+        lines += [f"![label error against label cost]({card['label_cost_plot']})", ""]
     lines += ["## Scores per tag", "", "| tag | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]
     for tag in sorted(card["tags"]):
         entry = card["tags"][tag]
@@ -171,3 +173,34 @@ def plot_scorecard(card: dict, path: str) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def plot_label_cost(card: dict, path: str) -> bool:
+    """Label experiments: every arm's normalised error against its label cost (env steps per batch,
+    log scale); returns False (and writes nothing) when no label experiment has finished."""
+    records = [(n, r) for n, r in card["experiments"].items() if r["kind"] == "labels" and r["status"] == "finished"]
+    if not records:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5.5, 3.5))
+    markers = "osD^v<>Px*"
+    for k, (name, record) in enumerate(records):
+        for i, arm in enumerate(card["arms"]):
+            d = record["details"]["arms"][arm]
+            if d["normalised_error"] is None:
+                continue
+            ax.scatter(max(1.0, d["env_steps"]), d["normalised_error"], marker=markers[k % len(markers)],
+                       color=f"C{i % 10}", label=arm if k == 0 else None)
+    ax.set_xscale("log")
+    ax.set_xlabel("label env steps per batch (1 = none)")
+    ax.set_ylabel("normalised error (0 = exact)")
+    ax.set_ylim(-0.05, 1.05)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
