@@ -168,6 +168,14 @@ class Environment(abc.ABC):
         leaves = jax.tree_util.tree_leaves(problem)
         return jnp.concatenate([jnp.ravel(jnp.asarray(x)).astype(jnp.int32) for x in leaves])
 
+    def episode_success(self, final_state: State, episode_return: jax.Array) -> jax.Array:
+        """bool `[...]`: whether episodes succeeded, from their final states (leaves `[..., ...]`)
+        and returns (float32 `[...]`). Default: a positive return, right for every environment
+        whose only non-zero reward is its outcome; one that pays other rewards (umbrella's noise)
+        overrides it. Training's evaluation and the audits report the mean of this."""
+        del final_state
+        return episode_return > 0
+
     # ----- the shared rules ---------------------------------------------------------------
     def _make_state(self, problem, env_state, *, turn, reward, terminated, truncated, rejected):
         done = terminated | truncated

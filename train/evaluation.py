@@ -111,8 +111,8 @@ def make_evaluate(env: Environment, policy_fn: PolicyFn, eval_sets: EvalSets, *,
         refused = jnp.sum(sampled.live & sampled.next_states().rejected)
         chosen_types = type_one_hot[sampled.action] * live[..., None]  # [E, T, types]
         out = {
-            "success_greedy": jnp.mean(best.episode_return > 0),
-            "success_sampled": jnp.mean(sampled.episode_return > 0),
+            "success_greedy": jnp.mean(env.episode_success(best.final_state, best.episode_return)),
+            "success_sampled": jnp.mean(env.episode_success(sampled.final_state, sampled.episode_return)),
             "episode_length": jnp.mean(sampled.final_state.turn.astype(jnp.float32)),
             "refusal_rate": refused / num_live,
         }
@@ -123,7 +123,7 @@ def make_evaluate(env: Environment, policy_fn: PolicyFn, eval_sets: EvalSets, *,
     def greedy_success(params: Any, problems) -> jax.Array:
         starts = jax.vmap(env.init_problem)(problems)
         best, _ = rollout(env, greedy(policy_fn), params, starts, key, num_turns=env.max_turns)
-        return jnp.mean(best.episode_return > 0).astype(jnp.float32)
+        return jnp.mean(env.episode_success(best.final_state, best.episode_return)).astype(jnp.float32)
 
     def evaluate(params: Any) -> dict:
         per_family = {family: one_family(params, problems) for family, problems in eval_sets.items()}
