@@ -88,6 +88,20 @@ def _experiments(quick: bool) -> tuple:
                    ({**_TINY_MAD},), seeds,
                    {"attempts": 1_000 if quick else 3_000, "fixed-steps": 20_000 if quick else 80_000},
                    "tiny MAD (5 cells, 4 tokens, 1-2 useful, 8 turns)"),
+        Experiment("labels-umbrella", "labels", ("umbrella",), {"env": "umbrella", **labels},
+                   ({"chain_length": 5, "n_distractor": 2},) if quick else
+                   ({"chain_length": 5, "n_distractor": 2}, {"chain_length": 10, "n_distractor": 8}), seeds,
+                   {"train_episodes": 512}, "bsuite's umbrella chain: only the first action matters"),
+        Experiment("umbrella-length", "learning", ("umbrella", "horizon"), {"env": "umbrella", **learning},
+                   ({"chain_length": 5, "n_distractor": 2},) if quick else
+                   tuple({"chain_length": n, "n_distractor": 2} for n in (3, 10, 30)), seeds,
+                   {"attempts": 1_000 if quick else 3_000, "fixed-steps": 20_000 if quick else 150_000},
+                   "umbrella chain at growing length (bsuite's umbrella_length, shortened)"),
+        Experiment("umbrella-distract", "learning", ("umbrella", "distractors"), {"env": "umbrella", **learning},
+                   ({"chain_length": 5, "n_distractor": 8},) if quick else
+                   tuple({"chain_length": 10, "n_distractor": n} for n in (0, 4, 16)), seeds,
+                   {"attempts": 1_000 if quick else 3_000, "fixed-steps": 20_000 if quick else 80_000},
+                   "umbrella chain with growing distractor observations (bsuite's umbrella_distract, shortened)"),
         Experiment("learn-mad-repairs", "learning", ("mad", "repairs"), {"env": "mad", **learning},
                    ({**_REPAIR_MAD},), seeds,
                    {"attempts": 1_000 if quick else 3_000, "fixed-steps": 20_000 if quick else 80_000},

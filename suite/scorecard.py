@@ -95,6 +95,8 @@ def findings(card: dict) -> list[str]:
             sentence += f"; its interval overlaps {', '.join(f'`{a}`' for a in overlapping)}, so those are not separated"
         if separated:
             sentence += f"; it is above {', '.join(f'`{a}`' for a in separated)} (intervals disjoint)"
+        if entry[first]["runs"] < 5:
+            sentence += f"; with {entry[first]['runs']} seeds per experiment this is indicative only"
         lines.append(f"- {sentence}.")
     unfinished = [n for n, r in card["experiments"].items() if r["status"] != "finished"]
     if unfinished:
