@@ -204,6 +204,26 @@ def _cmd_gate(args) -> None:
         print(gate_text(record, args.out))
 
 
+def _cmd_suite(args) -> None:
+    from jaxcredit.suite.experiments import BUILTIN_ARMS
+    from jaxcredit.suite.run import run_suite
+
+    names = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(BUILTIN_ARMS)
+    arms = {}
+    for name in names:  # a built-in suite arm by its name, or any registered credit arm with its defaults
+        arms[name] = BUILTIN_ARMS.get(name, {"credit": name})
+    experiments = tuple(e.strip() for e in args.experiments.split(",") if e.strip()) if args.experiments else ()
+    suite = "quick" if args.quick else "full"
+    card = run_suite(args.out, suite=suite, arms=arms, experiments=experiments, resume=args.resume,
+                     progress=not args.no_progress, backend=args.backend, ray_address=args.ray_address,
+                     command="jaxcredit " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["suite"] else "jaxcredit suite")
+    if args.json:
+        _print_json(card)
+    else:
+        print(open(os.path.join(args.out, "report.md"), encoding="utf-8").read().split("## Scores per tag")[0].rstrip())
+        print(f"suite {suite}: scorecard.json, report.md and scorecard.png in {args.out}")
+
+
 # ----- analysis: audit, report, compare --------------------------------------------------------
 def _audit_policy(args):
     """`(env, policy_fn, params, description)` of the policy named on the command line."""
@@ -671,6 +691,21 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--no-progress", action="store_true", help="no progress bar")
     gate.add_argument("--json", action="store_true", help="print gate.json's record as one JSON object")
     gate.set_defaults(handler=_cmd_gate)
+    suite = commands.add_parser("suite", help="the credit-assignment suite: every arm's labels against exact values "
+                                              "and its learning at equal attempts and equal cost, scored in [0, 1]")
+    suite.add_argument("--out", required=True, help="suite directory")
+    suite.add_argument("--quick", action="store_true", help="the quick sizes (2 seeds, small budgets; minutes on a CPU)")
+    suite.add_argument("--arms", default=None, metavar="A,B,...",
+                       help="arms to score (default: every built-in suite arm); a name that is not a built-in suite "
+                            "arm is a registered credit arm with its default options")
+    suite.add_argument("--experiments", default=None, metavar="E,F,...", help="run only these experiments")
+    suite.add_argument("--resume", action="store_true", help="continue the suite in --out")
+    suite.add_argument("--no-progress", action="store_true", help="no progress lines or bars")
+    suite.add_argument("--json", action="store_true", help="print the scorecard as one JSON object")
+    suite.add_argument("--backend", default="local", choices=BACKENDS,
+                       help="where the learning experiments' cells run: local or ray")
+    suite.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray)")
+    suite.set_defaults(handler=_cmd_suite)
 
     solve = commands.add_parser("solve", help="exact value of a position and Q of its legal actions")
     _add_problem_options(solve, PROBLEM_ENVIRONMENTS)
