@@ -34,8 +34,10 @@ from jaxcredit.analysis.compare import (
     paired_comparison,
 )
 from jaxcredit.analysis.exact import REFERENCE_POLICIES, exact_credit, exact_step_values
+from jaxcredit.analysis.families import evaluation_families, family_comparisons, family_rows
 from jaxcredit.analysis.final_context import final_context_markdown, final_context_summary
 from jaxcredit.analysis.findings import findings_lines, not_shown_lines
+from jaxcredit.analysis.gates import gate_status, read_gates
 from jaxcredit.analysis.page import write_results_page
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
 from jaxcredit.analysis.predictor import predictor_accuracy_markdown, predictor_sections
@@ -43,7 +45,12 @@ from jaxcredit.analysis.report import audit_markdown_summary, markdown_links, wr
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
 
 __all__ = [
+    "evaluation_families",
+    "family_comparisons",
+    "family_rows",
     "findings_lines",
+    "gate_status",
+    "read_gates",
     "not_shown_lines",
     "predictor_accuracy_markdown",
     "predictor_sections",

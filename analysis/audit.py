@@ -179,7 +179,7 @@ def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array
     logits = policy_fn(params, states.observation, states.legal_action_mask)
     probs = np.asarray(action_probabilities(logits, states.legal_action_mask), np.float64)
     exact_q = values["q"][rows, picked].astype(np.float64)
-    success = np.asarray(trajectory.episode_return) > 0
+    success = np.asarray(env.episode_success(trajectory.final_state, trajectory.episode_return))
     last = num_live - 1  # where the credit sits: steps before each episode's last live step vs the last one
     before_final = np.arange(live.shape[1])[None, :] < last[:, None]
     names, type_of_action = env.action_types()

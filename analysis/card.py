@@ -17,7 +17,8 @@ import os
 
 from jaxcredit.arm_registry import CardText, options_of_config, options_to_dict
 from jaxcredit.credit_arms import OBSERVED_STATE
-from jaxcredit.rundir_io import REGIME_BUDGET_COUNTERS, RENAMED_REGIMES, read_json
+from jaxcredit.overrides import apply_overrides
+from jaxcredit.rundir_io import REGIME_BUDGET_COUNTERS, RENAMED_REGIMES, read_json, table_regimes
 from jaxcredit.stats import INTERVAL_METHOD, interval_description
 
 FIELDS = ("unit_and_estimand", "effective_state", "intervention_provenance", "downstream_protocol",
@@ -87,6 +88,9 @@ def _regime_budget(regime: str, budgets: dict) -> str:
     if regime == "matched":
         return ("matched: the arms without label work get each label arm's total env steps at the end of its "
                 "attempts run, seed by seed")
+    if regime == "matched-policy-evals":
+        return ("matched-policy-evals: the arms without label work get each label arm's total policy evaluations "
+                "at the end of its attempts run, seed by seed")
     counter = REGIME_BUDGET_COUNTERS.get(RENAMED_REGIMES.get(regime, regime), "total_env_steps")
     unit = "main attempts" if counter == "main_episodes" else "total env steps"
     amount = budgets.get(regime)
@@ -131,18 +135,23 @@ def _run_config(path: str | None, arm: str, regimes: list) -> dict:
 def cards_for_sweep(spec: dict, path: str | None = None) -> list[CAIDCard]:
     """One card per arm of a sweep (its `sweep_spec.json` as a dict). With the sweep directory
     `path`, each card reads its arm's full config from a run of that arm (every default included,
-    e.g. the gradient clip), else from the spec's base and arm fields alone."""
+    e.g. the gradient clip), else from the spec's base and arm fields alone; a tuned sweep's arms
+    at their chosen settings (`tuning.json`)."""
     cards = []
     arms = spec.get("arms", {})
     order = [arm for arm in spec.get("arm_order", []) if arm in arms] or list(arms)
     run_regimes = [r for r in (spec.get("regimes") or list(spec.get("budgets", {}))) if r != "matched"]
+    tuning_path = None if path is None else os.path.join(path, "tuning.json")
+    chosen = read_json(tuning_path)["arms"] if tuning_path and spec.get("tune") and os.path.exists(tuning_path) else {}
     for arm, fields in ((arm, arms[arm]) for arm in order):
         config = {**_run_config(path, arm, run_regimes), **spec.get("base", {}), **fields}
+        config = apply_overrides(config, chosen.get(arm, {}).get("overrides", {}))  # a tuned arm's chosen setting
         if spec.get("num_seeds") is not None:
             config["num_seeds"] = spec["num_seeds"]
         cards.append(card_for_config(config, subject=f"sweep {spec.get('name', '?')} / arm {arm}",
                                      regimes=spec.get("budgets", {}),
-                                     regime_order=spec.get("regimes") or list(spec.get("budgets", {}))))
+                                     regime_order=table_regimes(spec.get("regimes") or list(spec.get("budgets", {})),
+                                                                spec.get("match_on"))))
     return cards
 
 

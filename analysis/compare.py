@@ -14,6 +14,8 @@ import os
 import numpy as np
 
 from jaxcredit.analysis.rundirs import (
+    policy_eval_flops_of,
+    read_json,
     read_jsonl,
     read_sweep_spec,
     seed_measures,
@@ -28,7 +30,7 @@ from jaxcredit.comparison import (
     label_arms,
     paired_table,
 )
-from jaxcredit.rundir_io import is_finished, matched_cell
+from jaxcredit.rundir_io import is_finished, is_matched, matched_cell
 from jaxcredit.stats import INTERVAL_METHOD, paired_t, t_interval
 
 
@@ -68,12 +70,12 @@ def compare_arms(sweep_dir: str, arm: str, baseline: str, regime: str) -> dict:
     regimes = sweep_regimes(spec)
     if regime not in regimes:
         raise ValueError(f"sweep {sweep_dir} has no regime {regime!r}; choices: {', '.join(regimes)}")
-    if regime == "matched":
+    if is_matched(regime):
         choices = label_arms(sweep_credits(spec))
         if arm not in choices:
-            raise ValueError(f"in regime matched, --arm must be a label arm of sweep {sweep_dir}; "
+            raise ValueError(f"in regime {regime}, --arm must be a label arm of sweep {sweep_dir}; "
                              f"choices: {', '.join(choices) or 'none'}")
-        cells = (("attempts", arm), ("matched", matched_cell(baseline, arm)))
+        cells = (("attempts", arm), (regime, matched_cell(baseline, arm)))
     else:
         cells = ((regime, arm), (regime, baseline))
     for name, cell in zip((arm, baseline), cells):
@@ -82,6 +84,15 @@ def compare_arms(sweep_dir: str, arm: str, baseline: str, regime: str) -> dict:
                              f"(looked in {'/'.join(cell)}); arms: {', '.join(spec.get('arms', {}))}")
     arm_rows, baseline_rows = (read_jsonl(os.path.join(_cell_dir(sweep_dir, c), "metrics.jsonl")) for c in cells)
     return {"regime": regime, "arm": arm, "baseline": baseline, **paired_comparison(arm_rows, baseline_rows)}
+
+
+def cell_measures(run_dir: str) -> dict:
+    """A run directory's `seed_measures`, with `policy_eval_flops` from its `config.json` (None without one)."""
+    measures = seed_measures(read_jsonl(os.path.join(run_dir, "metrics.jsonl")))
+    config_path = os.path.join(run_dir, "config.json")
+    has_config = os.path.exists(config_path)
+    measures["policy_eval_flops"] = policy_eval_flops_of(read_json(config_path)) if has_config else None
+    return measures
 
 
 def compare_sweep(sweep_dir: str, *, confidence: float = 0.95, finished_only: bool = False) -> dict:
@@ -97,7 +108,7 @@ def compare_sweep(sweep_dir: str, *, confidence: float = 0.95, finished_only: bo
         for cell in (pair.arm_cell, pair.reference_cell):
             if (cell is not None and cell not in measures
                     and _has_run(_cell_dir(sweep_dir, cell), finished_only=finished_only)):
-                measures[cell] = seed_measures(read_jsonl(os.path.join(_cell_dir(sweep_dir, cell), "metrics.jsonl")))
+                measures[cell] = cell_measures(_cell_dir(sweep_dir, cell))
     return paired_table(pairs, measures, budgets=spec.get("budgets", {}), reference_arm=reference,
                         confidence=confidence)
 

@@ -39,7 +39,9 @@ from jaxcredit import rundir_io
 from jaxcredit.analysis.card import cards_for_sweep, cards_markdown
 from jaxcredit.analysis.classes import format_class_table
 from jaxcredit.analysis.compare import compare_sweep
+from jaxcredit.analysis.families import family_comparisons
 from jaxcredit.analysis.findings import findings_lines, not_shown_lines
+from jaxcredit.analysis.gates import FAILED, GATES_DIR, gate_lines, gate_status, read_gates
 from jaxcredit.analysis.report import (
     _write,
     _write_json,
@@ -50,6 +52,7 @@ from jaxcredit.analysis.report import (
 )
 from jaxcredit.analysis.rundirs import (
     kind_of,
+    policy_eval_flops_of,
     read_json,
     read_jsonl,
     read_sweep_spec,
@@ -58,9 +61,10 @@ from jaxcredit.analysis.rundirs import (
     sweep_credits,
     sweep_regimes,
 )
-from jaxcredit.comparison import arm_environments, comparison_pairs, format_paired_table
+from jaxcredit.comparison import arm_environments, comparison_pairs, flops_text, format_paired_table
 from jaxcredit.ledger import ACCOUNTS
 from jaxcredit.output_dirs import check_kind, published
+from jaxcredit.overrides import overrides_text
 from jaxcredit.rundir_io import (
     check_strict_file,
     check_writable_dir,
@@ -77,6 +81,7 @@ READING_PLACEHOLDER = ("_No reading yet. Write one paragraph here, between the r
                        "do and do not show; `jaxcredit report --page` keeps it when it regenerates the page._")
 DEFAULT_THRESHOLD = 0.9
 RECORD, RECORD_META = "record", "page.json"
+TUNE_DIR, TUNING_RECORD = "tune", "tuning.json"  # a tuned sweep's tuning runs and their record
 _RECORD_SKIP = ("checkpoints", "policies")  # large and not read by the page
 _TIME = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -111,6 +116,10 @@ def _cell_runs(path: str, regimes: list) -> dict:
             run = os.path.join(path, regime, name)
             if os.path.exists(os.path.join(run, "config.json")):
                 out[f"{regime}/{name}"] = run
+            elif regime == TUNE_DIR and os.path.isdir(run):  # tune/<arm>/<point>
+                for point in sorted(os.listdir(run)):
+                    if os.path.exists(os.path.join(run, point, "config.json")):
+                        out[f"{regime}/{name}/{point}"] = os.path.join(run, point)
     return out
 
 
@@ -199,13 +208,19 @@ def cell_behaviour(rows: list) -> dict:
     return {"seeds": len(last), **means} if means else {}
 
 
-def cell_spend(rows: list, accounts: list) -> dict:
-    """Means over seeds, at each seed's last evaluation, of the main attempts, total env steps and
-    each account's env steps and policy evaluations (`<account>_env_steps`, `<account>_policy_evals`)."""
+def cell_spend(rows: list, accounts: list, *, policy_eval_flops: int | None = None) -> dict:
+    """Means over seeds, at each seed's last evaluation, of the main attempts, total env steps, total
+    policy evaluations and each account's env steps and policy evaluations (`<account>_env_steps`,
+    `<account>_policy_evals`); with `policy_eval_flops` (one evaluation's FLOPs,
+    `jaxcredit.policy.policy_eval_flops`), also it and `policy_flops`, the FLOPs of the total."""
     last = _last_rows(rows)
-    keys = ["main_episodes", "total_env_steps"] + [f"{a}_{kind}" for a in accounts for kind in ("env_steps",
-                                                                                                 "policy_evals")]
-    return {key: float(np.mean([float(r.get(key, 0)) for r in last.values()])) for key in keys}
+    keys = ["main_episodes", "total_env_steps", "total_policy_evals"] + [
+        f"{a}_{kind}" for a in accounts for kind in ("env_steps", "policy_evals")]
+    spend = {key: float(np.mean([float(r.get(key, 0)) for r in last.values()])) for key in keys}
+    if policy_eval_flops is not None:
+        spend["policy_eval_flops"] = int(policy_eval_flops)
+        spend["policy_flops"] = spend["total_policy_evals"] * policy_eval_flops
+    return spend
 
 
 # ----- Markdown -------------------------------------------------------------------------------------
@@ -291,20 +306,52 @@ def _spend_lines(spend: dict, accounts: list) -> list:
     lines = ["## Label spend by ledger account", "",
              "Means over seeds at each run's end. Env steps and policy evaluations per account (`main`: the "
              "attempts the policy learns from; `label`: continuations or graph enumeration; `critic`: the value "
-             "head's data); label share: the share of total env steps outside `main`.", ""]
+             "head's data); label share: the share of total env steps outside `main`. Policy evaluations are "
+             "the network's forward passes (one per sampled action, one per state the exact arms evaluate); "
+             "FLOPs: total policy evaluations x one evaluation's matrix-product FLOPs for the run's network and "
+             "observation length (`jaxcredit.policy.policy_eval_flops`: about 2 x parameters x tokens).", ""]
     head = " / ".join(accounts)
     for regime, cells in spend.items():
         lines += [f"### Regime: {regime}", "",
                   f"| cell | main attempts | env steps: {head} | total env steps | label share | "
-                  f"policy evals: {head} |", "| --- | --- | --- | --- | --- | --- |"]
+                  f"policy evals: {head} | total policy evals | FLOPs |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         for cell, s in cells.items():
             share = 1.0 - s["main_env_steps"] / s["total_env_steps"] if s["total_env_steps"] else 0.0
             steps = " / ".join(_number(s[f"{a}_env_steps"]) for a in accounts)
             evals = " / ".join(_number(s[f"{a}_policy_evals"]) for a in accounts)
+            flops = flops_text(s["policy_flops"]) if "policy_flops" in s else "n/a"
             lines.append(f"| {cell} | {_number(s['main_episodes'])} | {steps} | {_number(s['total_env_steps'])} | "
-                         f"{share:.1%} | {evals} |")
+                         f"{share:.1%} | {evals} | {_number(s['total_policy_evals'])} | {flops} |")
         lines.append("")
     return lines
+
+
+def tuning_lines(tune: dict, tuning: dict) -> list:
+    """The equal-tuning section: how every arm was tuned (the grid, seeds, budget, rule) and the
+    tuning table, every arm at every grid point with its validation score and n, the chosen
+    point marked (`tuning`: the sweep's `tuning.json`, `jaxcredit.train.tuning`)."""
+    def axes_text(axes):
+        return " x ".join(f"`{name}` {{{', '.join(str(v) for v in values)}}}" for name, values in axes.items())
+
+    extra = "; ".join(f"for `{arm}` also {axes_text(axes)}" for arm, axes in tune.get("arm_grid", {}).items())
+    seeds = tuning["seeds"]
+    lines = ["## Equal tuning", "",
+             f"Every arm was tuned before the study on the same grid, {axes_text(tune['grid'])}"
+             + (f" ({extra})" if extra else "") + f", at equal attempts: each grid point ran {tuning['num_seeds']} "
+             f"seed(s) ({seeds[0]} to {seeds[-1]}; tuning seeds, not the study's paired seeds) for "
+             f"{tuning['budget']:,} main attempts. Score: the greedy success on the held-out validation set at the "
+             f"last evaluation, mean over the tuning seeds (n). Chosen: {tuning['rule']}. The study's cells ran "
+             "every arm at its chosen point; the tables above are on the evaluation set, not the validation set.", "",
+             "| arm | point | setting | validation success (mean) | per seed | n | chosen |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for arm, entry in tuning["arms"].items():
+        for point in entry["points"]:
+            per_seed = ", ".join(f"{x:.3f}" for x in point["scores"])
+            chosen = "**chosen**" if point["point"] == entry["chosen"] else ""
+            lines.append(f"| {arm} | {point['point']} | {overrides_text(point['overrides'])} | {point['mean']:.3f} | "
+                         f"{per_seed} | {point['n']} | {chosen} |")
+    return lines + [""]
 
 
 def _behaviour_lines(behaviour: dict) -> list:
@@ -327,6 +374,23 @@ def _behaviour_lines(behaviour: dict) -> list:
             values = [_number(b.get(k), ".2f" if k == "episode_length" else ".3f") for k in keys]
             lines.append(f"| {cell} | {b.get('seeds', 'n/a')} | " + " | ".join(values) + " |")
         lines.append("")
+    return lines
+
+
+def _family_lines(families: dict, cells: dict, files: str, link: str) -> list:
+    """Per evaluation family: the paired comparison on its greedy success and its learning curves
+    (nothing when the runs were evaluated on one family)."""
+    if not families:
+        return []
+    lines = ["## Per evaluation family", "",
+             f"The tables above compare the mean over the {len(families)} evaluation families "
+             f"({', '.join(families)}); here each family on its own held-out problems: the same paired comparison, "
+             "then its learning curves (mean greedy success over seeds; bands: Student-t intervals).", ""]
+    for family, comparison in families.items():
+        lines += [f"### Family: {family}", "", format_paired_table(comparison, heading="####")]
+        for regime, runs in regime_curve_runs(cells).items():
+            lines += curve_plots(files, runs, prefix=f"{regime}-{family}-", title=f"{family}, {regime} regime",
+                                 link_prefix=link, y=f"success_greedy/{family}")
     return lines
 
 
@@ -377,13 +441,15 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     cells = sweep_cells(path, finished_only=True)
     done = {f"{regime}/{name}" for regime, runs in cells.items() for name in runs}
     missing = [c for c in expected if c not in done]
-    timing = sweep_timing(path, regimes)
+    timing = sweep_timing(path, ([TUNE_DIR] if spec.get("tune") else []) + regimes)
     comparison = compare_sweep(path, finished_only=True)
     rows = {f"{r}/{name}": read_jsonl(os.path.join(run, "metrics.jsonl")) for r, runs in cells.items()
             for name, run in runs.items()}
     accounts = _accounts(rows)
     reach = {r: {name: first_reach(rows[f"{r}/{name}"], threshold) for name in runs} for r, runs in cells.items()}
-    spend = {r: {name: cell_spend(rows[f"{r}/{name}"], accounts) for name in runs} for r, runs in cells.items()}
+    spend = {r: {name: cell_spend(rows[f"{r}/{name}"], accounts,
+                                  policy_eval_flops=policy_eval_flops_of(read_json(os.path.join(run, "config.json"))))
+                 for name, run in runs.items()} for r, runs in cells.items()}
     behaviour = {r: {name: cell_behaviour(rows[f"{r}/{name}"]) for name in runs} for r, runs in cells.items()}
     made = ["## How this was made", ""]
     made += [f"Regenerate this page: `{command}`", ""]
@@ -397,16 +463,32 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
              f"[sweep_spec.json]({link}sweep_spec.json), [card.json]({link}card.json).", ""]
     lines = [f"# Results: {spec.get('name', os.path.basename(path))}", "",
              f"<!-- Generated by `{command}`: edit only between the reading markers, the rest is rewritten. -->", ""]
-    lines += findings_lines(comparison) + not_shown_lines(comparison, missing)
-    lines += ["## Reading", "", READING_START, reading_block(page) or READING_PLACEHOLDER, READING_END, "",
-              "## Paired comparisons across seeds", "", format_paired_table(comparison, heading="###")]
-    lines += _threshold_lines(reach, threshold)
-    lines += ["## Learning curves", "",
-              "Mean greedy success over seeds against main attempts and against total environment steps (labels "
-              "included); bands: Student-t intervals of the mean over seeds (the figure names n).", ""]
-    for regime, runs in regime_curve_runs(cells).items():
-        lines += [f"### Regime: {regime} ({regime_meaning(regime)})", ""]
-        lines += curve_plots(files, runs, prefix=f"{regime}-", title=f"{regime} regime", link_prefix=link)
+    families = family_comparisons(pairs, {tuple(name.split("/", 1)): r for name, r in rows.items()},
+                                  budgets=spec.get("budgets", {}), reference_arm=spec.get("reference_arm", "outcome"))
+    gates = read_gates(path)
+    for name, record in gates.items():
+        make_dirs(os.path.join(files, GATES_DIR))
+        _write_json(os.path.join(files, GATES_DIR, f"{name}.json"), record)
+    gate_block = gate_lines(spec, gates, link=link, duration_text=duration_text)  # arithmetic sweeps only
+    lines += gate_block
+    tuning = None
+    compared = not gate_block or gate_status(spec, gates) != FAILED
+    if compared:
+        lines += findings_lines(comparison) + not_shown_lines(comparison, missing)
+    lines += ["## Reading", "", READING_START, reading_block(page) or READING_PLACEHOLDER, READING_END, ""]
+    if compared:
+        lines += ["## Paired comparisons across seeds", "", format_paired_table(comparison, heading="###")]
+        tuning = read_json(os.path.join(path, TUNING_RECORD)) if spec.get("tune") else None
+        if tuning is not None:
+            lines += tuning_lines(spec["tune"], tuning)
+        lines += _family_lines(families, cells, files, link)
+        lines += _threshold_lines(reach, threshold)
+        lines += ["## Learning curves", "",
+                  "Mean greedy success over seeds against main attempts and against total environment steps "
+                  "(labels included); bands: Student-t intervals of the mean over seeds (the figure names n).", ""]
+        for regime, runs in regime_curve_runs(cells).items():
+            lines += [f"### Regime: {regime} ({regime_meaning(regime)})", ""]
+            lines += curve_plots(files, runs, prefix=f"{regime}-", title=f"{regime} regime", link_prefix=link)
     lines += _spend_lines(spend, accounts)
     lines += _behaviour_lines(behaviour)
     audit_lines, audits = _audit_lines(path, files, link, run_dir_text, sweep_paths or _sweep_paths(path))
@@ -422,7 +504,10 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
         "cells": {f"{r}/{cell}": {"measures": measures[f"{r}/{cell}"], "spend": spend[r][cell],
                                   "threshold": reach[r][cell], "behaviour": behaviour[r][cell]}
                   for r, cell in (name.split("/", 1) for name in rows)},
-        "not_finished": missing, "comparison": comparison, "audits": audits})
+        "not_finished": missing, "comparison": comparison, "audits": audits,
+        **({"tuning": tuning} if tuning is not None else {}),
+        **({"families": families} if families else {}),
+        **({"gate": {"status": gate_status(spec, gates), "records": sorted(gates)}} if gate_block else {})})
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -26,6 +26,7 @@ from jaxcredit.rundir_io import (
     check_writable_dir,
     dumps_strict,
     is_finished,
+    is_matched,
     regime_meaning,
     write_text_atomic,
 )
@@ -63,13 +64,16 @@ def _write_cards(path: str, cards) -> list[str]:
     return ["Cards: [card.md](card.md), [card.json](card.json).", "", cards_markdown(cards)]
 
 
-def curve_plots(path: str, runs: dict, *, prefix: str, title: str, link_prefix: str = "") -> list[str]:
+def curve_plots(path: str, runs: dict, *, prefix: str, title: str, link_prefix: str = "",
+                y: str = "success_greedy") -> list[str]:
     """Learning curves of `runs` (arm -> run dir) against both cost axes, written as
     `path/plots/<prefix>curve-<axis>.png`; returns Markdown image lines linking
-    `<link_prefix>plots/...` (the plots' path from the page that shows them)."""
+    `<link_prefix>plots/...` (the plots' path from the page that shows them). `y`: the metric drawn
+    (e.g. `success_greedy/<family>`)."""
     lines = []
     for axis_name, x in CURVE_AXES.items():
-        curves = {arm: learning_curve(read_jsonl(os.path.join(run, "metrics.jsonl")), x=x) for arm, run in runs.items()}
+        curves = {arm: learning_curve(read_jsonl(os.path.join(run, "metrics.jsonl")), x=x, y=y)
+                  for arm, run in runs.items()}
         relative = f"plots/{prefix}curve-{axis_name}.png"
         plot_learning_curves(curves, os.path.join(path, relative), x=x, title=f"{title} vs {x}")
         lines += [f"![{title} against {x}]({link_prefix}{relative})", ""]
@@ -81,7 +85,7 @@ def regime_curve_runs(cells: dict) -> dict:
     arm's `attempts` run is drawn with the runs given its total env steps (`<arm>/to-<label arm>`)."""
     out = {}
     for regime, runs in cells.items():
-        if regime == "matched":  # the label arms' side of the matched comparisons: their attempts runs
+        if is_matched(regime):  # the label arms' side of the matched comparisons: their attempts runs
             label_runs = {name.split("/to-")[-1] for name in runs}
             runs = {**{arm: run for arm, run in cells.get("attempts", {}).items() if arm in label_runs}, **runs}
         out[regime] = runs

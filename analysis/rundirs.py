@@ -15,10 +15,11 @@ import os
 from jaxcredit.comparison import arm_credits, label_arms, label_free_arms
 from jaxcredit.output_dirs import infer_kind
 from jaxcredit.plugins import load_plugins
-from jaxcredit.rundir_io import is_finished, matched_cell, read_json, read_jsonl
+from jaxcredit.rundir_io import is_finished, is_matched, matched_cell, read_json, read_jsonl, table_regimes
 from jaxcredit.rundir_io import seed_measures as seed_measures
 
-__all__ = ["kind_of", "read_json", "read_jsonl", "seed_measures", "sweep_cells", "sweep_credits", "sweep_regimes"]
+__all__ = ["kind_of", "policy_eval_flops_of", "read_json", "read_jsonl", "seed_measures", "sweep_cells",
+           "sweep_credits", "sweep_regimes"]
 
 
 def kind_of(path: str) -> str:
@@ -45,8 +46,20 @@ def sweep_credits(spec: dict) -> dict:
 
 
 def sweep_regimes(spec: dict) -> list:
-    """The regimes a sweep ran, in order (older sweeps: the keys of their budgets)."""
-    return list(spec.get("regimes") or spec.get("budgets", {}))
+    """The regimes of a sweep's tables and directories, in order (older sweeps: the keys of their
+    budgets): `matched` is one regime per currency of its `match_on` (`jaxcredit.rundir_io.table_regimes`)."""
+    return table_regimes(spec.get("regimes") or spec.get("budgets", {}), spec.get("match_on"))
+
+
+def policy_eval_flops_of(config: dict) -> int:
+    """One policy evaluation's FLOPs (`jaxcredit.policy.policy_eval_flops`) for a run's `config.json`:
+    its network sizes (the trainer's defaults where absent) on its environment."""
+    from jaxcredit.envs import make
+    from jaxcredit.policy import PolicyConfig, policy_eval_flops, task_sizes
+
+    network = PolicyConfig(**{k: config[k] for k in ("d_model", "num_layers", "num_heads", "mlp_dim") if k in config})
+    env = make(config.get("env", "mad"), **(config.get("env_overrides") or {}))
+    return policy_eval_flops(network, task_sizes(env))
 
 
 def read_sweep_spec(path: str) -> dict:
@@ -67,7 +80,7 @@ def sweep_cells(path: str, *, finished_only: bool = False) -> dict:
     credits = sweep_credits(spec)
     cells = {}
     for regime in sweep_regimes(spec):
-        if regime == "matched":
+        if is_matched(regime):
             names = [matched_cell(free, arm) for arm in label_arms(credits)
                      for free in label_free_arms(credits, spec.get("reference_arm", "outcome"))]
         else:

@@ -57,7 +57,10 @@ class MadNumpy:
     methods are pure: they return a new `MadNumpyState` and never modify their inputs.
     """
 
-    def __init__(self, *, length: int = 8, num_tokens: int = 12, max_turns: int = 12, **_ignored):
+    def __init__(self, *, length: int = 8, num_tokens: int = 12, max_turns: int = 12, decorative_actions: int = 0,
+                 **_ignored):
+        if decorative_actions:
+            raise ValueError("MadNumpy has no decorative actions; use decorative_actions=0")
         if not 1 <= length <= 16:
             raise ValueError(f"MadNumpy length must be in [1, 16], got {length}")
         self.length = length

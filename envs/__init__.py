@@ -1,7 +1,7 @@
 """jaxcredit environments: MAD selective copy, interactive arithmetic, Routine (decision density),
-their references, problem families, problems and actions written by hand (`parse_problem`), text
-protocols, `make()` by name or versioned id, and adapters in gymnax's and jumanji's shapes
-(`make_gymnax`, `make_jumanji`)."""
+Umbrella (bsuite's umbrella chain), their references, problem families, problems and actions
+written by hand (`parse_problem`), text protocols, `make()` by name or versioned id, and adapters
+in gymnax's and jumanji's shapes (`make_gymnax`, `make_jumanji`)."""
 
 from jaxcredit.envs.arithmetic import Arithmetic, ArithmeticState
 from jaxcredit.envs.arithmetic_reference import ArithmeticReference
@@ -27,11 +27,13 @@ from jaxcredit.envs.registry import (
 )
 from jaxcredit.envs.routine import Routine, RoutineProblem
 from jaxcredit.envs.routine_reference import RoutineReference
+from jaxcredit.envs.umbrella import Umbrella, UmbrellaProblem
+from jaxcredit.envs.umbrella_reference import UmbrellaReference
 
 __all__ = [
     "BLANK", "ENCODINGS", "ENVIRONMENT_IDS", "ENVIRONMENTS", "FAMILIES", "PROBLEM_ENVIRONMENTS",
     "REFERENCE_IMPLEMENTATIONS", "Arithmetic", "ArithmeticProblem", "ArithmeticReference", "ArithmeticState",
     "Family", "JumanjiAdapter", "MadReference", "MadSelectiveCopy", "Routine", "RoutineProblem", "RoutineReference",
-    "action_by_name", "find_solution", "make",
+    "Umbrella", "UmbrellaProblem", "UmbrellaReference", "action_by_name", "find_solution", "make",
     "make_gymnax", "make_jumanji", "make_reference", "parse_problem", "problem_set", "replay_action_names",
 ]

@@ -251,6 +251,45 @@ class Arithmetic(Environment):
         if not 0 <= int(target) <= self.value_bound:
             raise ValueError(f"arithmetic target must be in [0, {self.value_bound}], got {int(target)}")
 
+    def _bound_text(self) -> str:
+        return (f"numbers in [0, {self.number_limit}] (max_number), so that every value an episode can reach, at "
+                f"most max(2, max_number)**count = {self.value_bound}, is shown exactly in {self.digits} digits")
+
+    def check_family(self, family: str, *, label: str) -> None:
+        """Host: refuse (`ValueError` starting with `label`) a family whose numbers can exceed this
+        environment's bound, `[0, number_limit]`: the observation's D digits would then show values
+        modulo `10**D`. Every problem of an accepted family is within bounds (`check_problems`)."""
+        spec = get_family(family)
+        if spec.number_high > self.number_limit:
+            raise ValueError(f"{label}: family {family!r} draws numbers up to {spec.number_high}, beyond the "
+                             f"environment's bound ({self._bound_text()}); set env_overrides max_number >= "
+                             f"{spec.number_high} (and family) or evaluate in-distribution only")
+
+    def check_problems(self, problems, *, label: str) -> None:
+        """Host: a batch (numbers `[N, C]`, target `[N]`) is within bounds: `C == count`, every
+        number in `[0, number_limit]` and every target in `[0, value_bound]`. Then every value an
+        episode can reach (at most `value_bound`, see the module docstring) fits the observation's
+        D digits exactly. Raises `ValueError` starting with `label`, naming the bound and the first
+        offending value."""
+        numbers, target = np.asarray(problems.numbers), np.asarray(problems.target)
+        if numbers.ndim != 2 or numbers.shape[1] != self.count or target.shape != numbers.shape[:1]:
+            raise ValueError(f"{label}: a batch of arithmetic problems needs numbers [N, {self.count}] and "
+                             f"targets [N], got {numbers.shape} and {target.shape}")
+        for what, value in (("numbers", numbers), ("target", target)):
+            if not np.issubdtype(value.dtype, np.integer):
+                raise ValueError(f"{label}: arithmetic {what} must be integers, got dtype {value.dtype}")
+        outside = (numbers < 0) | (numbers > self.number_limit)
+        if outside.any():
+            row = int(np.flatnonzero(outside.any(axis=1))[0])
+            value = int(numbers[row][outside[row]][0])
+            raise ValueError(f"{label}: problem {row} holds the number {value}, outside the environment's bound "
+                             f"({self._bound_text()})")
+        outside = (target < 0) | (target > self.value_bound)
+        if outside.any():
+            row = int(np.flatnonzero(outside)[0])
+            raise ValueError(f"{label}: problem {row} has the target {int(target[row])}, outside [0, "
+                             f"{self.value_bound}] ({self._bound_text()})")
+
     def make_problem(self, numbers, target) -> ArithmeticProblem:
         """Host: a validated problem from Python ints; raises `ValueError`."""
         numbers = [require_int("arithmetic.numbers", x, 0, self.number_limit)

@@ -5,9 +5,17 @@ The agent selects and unselects cells; `submit` is correct when the selection eq
 the non-blank cells (reward 1, episode ends). A wrong submit earns 0 and the episode goes on,
 so a mistake can be repaired by unselecting.
 
-Action layout (A = 2 * length + 1): `select i` is `i`, `unselect i` is `length + i`,
-`submit` is `2 * length`. `select i` is legal when cell i is unselected, `unselect i` when it
-is selected, `submit` always.
+Action layout (A = 2 * length + 1 + D): `select i` is `i`, `unselect i` is `length + i`,
+`submit` is `2 * length`, and the D = `decorative_actions` decorative actions `note k` are
+`2 * length + 1 + k`. `select i` is legal when cell i is unselected, `unselect i` when it
+is selected, `submit` and every `note k` always.
+
+Decorative actions (default D = 0: none) change nothing but use a turn: the selection, the
+observation and the position stay as they were, the reward is 0. `note 0` is the environment's
+`null_action`, the replacement of counterfactual credit's `null`. So that taking them costs
+nothing a task needs, the default turn limit leaves slack for them: `max_turns` unset is 12
+without decorative actions and `12 + decorative_slack` with them (`decorative_slack` default 4);
+a `max_turns` given is the whole turn limit, decorative turns included.
 
 Observation (L = length + 1 tokens, vocabulary 2 + 2V + 1): cell i shows `0` unselected
 blank, `1` selected blank, `2 + 2 * token` unselected token, `3 + 2 * token` selected token;
@@ -29,6 +37,8 @@ from jaxcredit.env import MAX_TURNS, Environment, State
 from jaxcredit.validation import require_int
 
 BLANK = -1
+DEFAULT_MAX_TURNS = 12  # the turn limit without decorative actions
+MAX_DECORATIVE = 64  # decorative actions: each is one more action id of the policy head
 MAX_LENGTH = 16  # positions are 2**length bitmasks; the exact solver enumerates them all
 MAX_TOKENS = 2**30 - 2  # observation tokens reach 2 + 2 * num_tokens, which must stay an int32
 
@@ -41,7 +51,9 @@ class MadSelectiveCopy(Environment):
     num_tokens: int = 12
     min_useful: int = 1
     max_useful: int = 4
-    max_turns: int = 12
+    max_turns: int | None = None  # None: DEFAULT_MAX_TURNS, plus decorative_slack with decorative actions
+    decorative_actions: int = 0
+    decorative_slack: int = 4
     name: ClassVar[str] = "mad"
 
     def __post_init__(self):
@@ -50,12 +62,17 @@ class MadSelectiveCopy(Environment):
         require_int(f"{owner}.num_tokens", self.num_tokens, 1, MAX_TOKENS)
         require_int(f"{owner}.min_useful", self.min_useful, 0, self.length)
         require_int(f"{owner}.max_useful", self.max_useful, self.min_useful, self.length)
+        require_int(f"{owner}.decorative_actions", self.decorative_actions, 0, MAX_DECORATIVE)
+        require_int(f"{owner}.decorative_slack", self.decorative_slack, 0, MAX_TURNS - DEFAULT_MAX_TURNS)
+        if self.max_turns is None:  # the documented rule; the resolved value is what config() records
+            slack = self.decorative_slack if self.decorative_actions else 0
+            object.__setattr__(self, "max_turns", DEFAULT_MAX_TURNS + slack)
         require_int(f"{owner}.max_turns", self.max_turns, 1, MAX_TURNS)
 
     # ----- sizes -----
     @property
     def num_actions(self) -> int:
-        return 2 * self.length + 1
+        return 2 * self.length + 1 + self.decorative_actions
 
     @property
     def observation_length(self) -> int:
@@ -76,6 +93,11 @@ class MadSelectiveCopy(Environment):
     def is_answer_action(self, action: int) -> bool:
         """`submit` answers."""
         return action == self.submit_action
+
+    @property
+    def null_action(self) -> int | None:
+        """`note 0` when the environment has decorative actions, else None."""
+        return 2 * self.length + 1 if self.decorative_actions else None
 
     # ----- problems -----
     def sample_problem(self, key: jax.Array) -> jax.Array:
@@ -123,10 +145,11 @@ class MadSelectiveCopy(Environment):
 
     def _step(self, problem, selected, action):
         # Only legal actions reach here, so `select i` finds cell i unselected and `unselect i`
-        # finds it selected: both flip one bit. An elementwise flip instead of a scatter
-        # (`.at[cell].set`) keeps the batched step one cheap fusion on CPU.
+        # finds it selected: both flip one bit; submit and the decorative notes flip none. An
+        # elementwise flip instead of a scatter (`.at[cell].set`) keeps the batched step one cheap
+        # fusion on CPU.
         is_submit = action == self.submit_action
-        flip = (jnp.arange(self.length) == action % self.length) & ~is_submit
+        flip = (jnp.arange(self.length) == action % self.length) & (action < self.submit_action)
         correct = is_submit & ~jnp.any(selected ^ (problem != BLANK))
         return selected ^ flip, correct.astype(jnp.float32), correct
 
@@ -135,7 +158,7 @@ class MadSelectiveCopy(Environment):
         return jnp.append(cells, 2 + 2 * self.num_tokens).astype(jnp.int32)
 
     def _legal_action_mask(self, problem, selected):
-        return jnp.concatenate([~selected, selected, jnp.ones((1,), bool)])
+        return jnp.concatenate([~selected, selected, jnp.ones((1 + self.decorative_actions,), bool)])
 
     def _position(self, problem, index):
         selected = (index >> jnp.arange(self.length)) & 1
@@ -154,6 +177,8 @@ class MadSelectiveCopy(Environment):
             return f"unselect {action - self.length}"
         if action == self.submit_action:
             return "submit"
+        if self.submit_action < action < self.num_actions:
+            return f"note {action - self.submit_action - 1}"
         return f"invalid action {action}"
 
     def render(self, state: State) -> str:

@@ -14,11 +14,12 @@ BLANK = -1
 class MadReference(ReferenceEpisode):
     """One MAD episode in plain Python. `reset(tape)` then `step(action)` repeatedly."""
 
-    def __init__(self, *, length: int = 8, num_tokens: int = 12, max_turns: int = 12, **_ignored):
+    def __init__(self, *, length: int = 8, num_tokens: int = 12, max_turns: int = 12, decorative_actions: int = 0,
+                 **_ignored):
         self.length = length
         self.num_tokens = num_tokens
         self.max_turns = max_turns
-        self.num_actions = 2 * length + 1
+        self.num_actions = 2 * length + 1 + decorative_actions  # after submit: the decorative notes
 
     def reset(self, tape) -> MadReference:
         self.tape = [int(t) for t in tape]
@@ -33,7 +34,7 @@ class MadReference(ReferenceEpisode):
             return not self.selected[action]
         if action < 2 * self.length:
             return self.selected[action - self.length]
-        return True
+        return True  # submit, and every note
 
     @property
     def legal_action_mask(self) -> list[bool]:
@@ -52,6 +53,8 @@ class MadReference(ReferenceEpisode):
             self.selected[action] = True
         elif action < 2 * self.length:
             self.selected[action - self.length] = False
+        elif action > 2 * self.length:  # a note: nothing changes
+            return 0.0, False
         elif self.selected == [t != BLANK for t in self.tape]:
             return 1.0, True
         return 0.0, False

@@ -1,10 +1,10 @@
 """`make(name, **overrides)`: build an environment by name or versioned id, with clear errors for
 bad input; `make_gymnax` and `make_jumanji` wrap it for trainers written against those APIs.
 
-Names: `"mad"`, `"arithmetic"` and `"routine"` (the environments' own names, used in configs and
-run directories) and the versioned ids `"MAD-v0"`, `"Arithmetic-v0"` and `"Routine-v0"` (as gymnax, pgx and jumanji
-users make environments). An id names fixed rules and defaults: a change to either gets a new
-version, while the plain names always mean the current code.
+Names: `"mad"`, `"arithmetic"`, `"routine"` and `"umbrella"` (the environments' own names, used in configs
+and run directories) and the versioned ids `"MAD-v0"`, `"Arithmetic-v0"`, `"Routine-v0"` and `"Umbrella-v0"`
+(as gymnax, pgx and jumanji users make environments). An id names fixed rules and defaults: a change to
+either gets a new version, while the plain names always mean the current code.
 """
 
 from __future__ import annotations
@@ -18,12 +18,16 @@ from jaxcredit.envs.mad import MadSelectiveCopy
 from jaxcredit.envs.mad_reference import MadReference
 from jaxcredit.envs.routine import Routine
 from jaxcredit.envs.routine_reference import RoutineReference
+from jaxcredit.envs.umbrella import Umbrella
+from jaxcredit.envs.umbrella_reference import UmbrellaReference
 
-ENVIRONMENTS: dict[str, type[Environment]] = {"mad": MadSelectiveCopy, "arithmetic": Arithmetic, "routine": Routine}
-ENVIRONMENT_IDS: dict[str, str] = {"MAD-v0": "mad", "Arithmetic-v0": "arithmetic", "Routine-v0": "routine"}
+ENVIRONMENTS: dict[str, type[Environment]] = {"mad": MadSelectiveCopy, "arithmetic": Arithmetic, "routine": Routine,
+                                             "umbrella": Umbrella}
+ENVIRONMENT_IDS: dict[str, str] = {"MAD-v0": "mad", "Arithmetic-v0": "arithmetic", "Routine-v0": "routine",
+                                   "Umbrella-v0": "umbrella"}
 # the plain-Python implementations of each environment (tests and benchmarks compare against them)
 REFERENCE_IMPLEMENTATIONS: dict[str, type] = {"mad": MadReference, "arithmetic": ArithmeticReference,
-                                             "routine": RoutineReference}
+                                             "routine": RoutineReference, "umbrella": UmbrellaReference}
 
 
 def _lookup(table: dict, name: str):

@@ -10,7 +10,8 @@ nothing else changes, `rejected` is set. Everything here is host-side, on one un
 Arithmetic grammar (whitespace is space, tab, CR, LF; optional between parts and around the
 reply; keywords and tags are case-sensitive; numbers are 1-10 ASCII digits):
 `<ACT>COMBINE a op b = c</ACT>` | `<ACT>UNDO</ACT>` | `<FINAL>n</FINAL>`, op one of `OP_SPELLINGS`.
-MAD grammar: `select N` | `unselect N` | `submit` (lowercase, whitespace between the word and N).
+MAD grammar: `select N` | `unselect N` | `submit`, and `note N` with decorative actions (lowercase,
+whitespace between the word and N).
 Routine grammar: `choose N` (lowercase, whitespace between the word and N).
 The parsers are single-pass scanners that stop at the first surplus part, so their time is
 linear in the text (whitespace runs are skipped at C speed: 10 MB in well under 0.5 s) and they
@@ -42,6 +43,7 @@ _LENIENT_ARITHMETIC = [  # what a refused reply meant, read leniently (`lenient_
 ]
 _LENIENT_MAD = [("cell", re.compile(r"\b(select|unselect)\s*(\d{1,10})", re.IGNORECASE)),
                 ("submit", re.compile(r"\bsubmit\b", re.IGNORECASE))]
+_LENIENT_MAD_NOTE = ("note", re.compile(r"\bnote\s*(\d{1,10})", re.IGNORECASE))  # MAD with decorative actions only
 _MAX_PARTS = 6
 _MAX_WORD = 16
 
@@ -237,13 +239,18 @@ class ArithmeticText(_TextProtocol):
 
 
 class MadText(_TextProtocol):
-    """The text protocol of `MadSelectiveCopy`: `select N`, `unselect N`, `submit`."""
+    """The text protocol of `MadSelectiveCopy`: `select N`, `unselect N`, `submit`, and `note N` when
+    the environment has decorative actions."""
 
     def lenient_reply(self, text: str, state: State) -> str | None:
-        """The first select, unselect or submit in `text`, in the exact grammar."""
-        kind, match = _first(_LENIENT_MAD, text)
+        """The first select, unselect or submit (or note, with decorative actions) in `text`, in the
+        exact grammar."""
+        notes = self.env.decorative_actions
+        kind, match = _first(_LENIENT_MAD + ([_LENIENT_MAD_NOTE] if notes else []), text)
         if kind == "cell":
             return f"{match.group(1).lower()} {int(match.group(2))}"
+        if kind == "note":
+            return f"note {int(match.group(1))}"
         return "submit" if kind == "submit" else None
 
     def render_prompt(self, state: State) -> str:
@@ -251,12 +258,17 @@ class MadText(_TextProtocol):
         env, host = self.env, _host(state)
         cells = " ".join(f"{k}:{'_' if t == BLANK else f't{t:02d}'}" for k, t in enumerate(host.problem.tolist()))
         selected = ", ".join(str(k) for k, sel in enumerate(host.env_state.tolist()) if sel) or "none"
+        note_rule, note_choice = "", ""
+        if env.decorative_actions:  # without them the prompt is exactly the plain one
+            note_rule = f"note N (N in 0..{env.decorative_actions - 1}) changes nothing and uses a turn.\n"
+            note_choice = ", note N"
         return (
             "Select exactly the cells that hold a token (not the blanks _), then submit.\n"
+            f"{note_rule}"
             f"Tape: {cells}\n"
             f"Selected: {selected}\n"
             f"Turns left: {env.max_turns - int(host.turn)}\n"
-            "Reply with exactly one of: select N, unselect N, submit"
+            f"Reply with exactly one of: select N, unselect N, submit{note_choice}"
         )
 
     def parse(self, text: str, state: State) -> int | Refusal:
@@ -267,16 +279,23 @@ class MadText(_TextProtocol):
         stripped, parts = scanned
         kinds = [kind for kind, _ in parts]
         is_submit = kinds == ["word"] and parts[0][1] == "submit"
-        if not is_submit and (kinds != ["word", "num"] or parts[0][1] not in ("select", "unselect")):
-            return Refusal("malformed: expected select N, unselect N or submit")
+        words = ("select", "unselect", "note") if self.env.decorative_actions else ("select", "unselect")
+        if not is_submit and (kinds != ["word", "num"] or parts[0][1] not in words):
+            notes = ", note N" if self.env.decorative_actions else ""
+            return Refusal(f"malformed: expected select N, unselect N{notes} or submit")
         if not is_submit and stripped[len(parts[0][1])] not in WHITESPACE:
-            return Refusal("malformed: put a space between the command and the cell number")
+            what = "note" if parts[0][1] == "note" else "cell"
+            return Refusal(f"malformed: put a space between the command and the {what} number")
         host = _host(state)
         if bool(host.terminated | host.truncated):
             return Refusal("the episode has ended")
         if is_submit:
             return self.env.submit_action
         word, cell = parts[0][1], parts[1][1]
+        if word == "note":
+            if cell >= self.env.decorative_actions:
+                return Refusal(f"no note {cell}; notes are 0..{self.env.decorative_actions - 1}")
+            return self.env.submit_action + 1 + cell
         if cell >= self.env.length:
             return Refusal(f"no cell {cell}; cells are 0..{self.env.length - 1}")
         selected = bool(host.env_state[cell])

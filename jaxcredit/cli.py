@@ -218,6 +218,38 @@ def _cmd_sweep(args) -> None:
         print(format_table(table))
         print(f"sweep {spec.name}: run directories, sweep.json, table.md and report.md in {args.out}")
 
+def _cmd_gate(args) -> None:
+    from jaxcredit.train.gate import gate_config, gate_text, run_gate
+
+    config = gate_config(count=args.count, family=args.family, fields=_parse_sets(args.set))
+    record = run_gate(config, args.out, threshold=args.threshold, resume=args.resume,
+                      progress=not args.no_progress)
+    if args.json:
+        _print_json(record)
+    else:
+        print(gate_text(record, args.out))
+
+
+def _cmd_suite(args) -> None:
+    from jaxcredit.suite.experiments import BUILTIN_ARMS
+    from jaxcredit.suite.run import run_suite
+
+    names = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(BUILTIN_ARMS)
+    arms = {}
+    for name in names:  # a built-in suite arm by its name, or any registered credit arm with its defaults
+        arms[name] = BUILTIN_ARMS.get(name, {"credit": name})
+    experiments = tuple(e.strip() for e in args.experiments.split(",") if e.strip()) if args.experiments else ()
+    suite = "quick" if args.quick else "full"
+    card = run_suite(args.out, suite=suite, arms=arms, experiments=experiments, resume=args.resume,
+                     progress=not args.no_progress, backend=args.backend, ray_address=args.ray_address,
+                     command="jaxcredit " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["suite"] else "jaxcredit suite")
+    if args.json:
+        _print_json(card)
+    else:
+        print(open(os.path.join(args.out, "report.md"), encoding="utf-8").read().split("## Scores per tag")[0].rstrip())
+        print(f"suite {suite}: scorecard.json, report.md and scorecard.png in {args.out}")
+
+
 # ----- analysis: audit, report, compare --------------------------------------------------------
 def _audit_policy(args):
     """`(env, policy_fn, params, description)` of the policy named on the command line."""
@@ -321,7 +353,9 @@ def _cmd_compare(args) -> None:
         return
     from jaxcredit.stats import interval_description
 
-    matched = " (the baseline given exactly the arm's total env steps)" if args.regime == "matched" else ""
+    matched = {"matched": " (the baseline given exactly the arm's total env steps)",
+               "matched-policy-evals": " (the baseline given exactly the arm's total policy evaluations)"}
+    matched = matched.get(args.regime, "")
     print(f"{args.arm} vs {args.baseline}, regime {args.regime}{matched}:")
     for measure in ("final_success", "average_success"):
         d = result[measure]
@@ -621,7 +655,7 @@ def _add_problem_options(parser, environments) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The `jaxcredit` argument parser (every subcommand and its options)."""
     from jaxcredit.envs import PROBLEM_ENVIRONMENTS
-    from jaxcredit.rundir_io import REGIMES, RENAMED_REGIMES
+    from jaxcredit.rundir_io import MATCHED_COUNTERS, REGIMES, RENAMED_REGIMES
     from jaxcredit.train import BACKENDS, PRESETS
 
     parser = _Parser(prog="jaxcredit", description=__doc__.splitlines()[0])
@@ -681,6 +715,34 @@ def build_parser() -> argparse.ArgumentParser:
                        help="add an arm to the preset's: NAME (credit NAME, default options) or NAME={fields}")
     sweep.set_defaults(handler=_cmd_sweep)
 
+    gate = commands.add_parser("gate", help="learnability gate: imitate the optimal policy (objective hard, "
+                                            "tie-broken) and score held-out greedy success against a threshold")
+    gate.add_argument("--out", required=True, help="run directory (gate.json is written into it)")
+    gate.add_argument("--count", type=_integer(2, 5), default=4, help="numbers per problem (default 4)")
+    gate.add_argument("--family", default="default", help="arithmetic problem family (default: default)")
+    gate.add_argument("--threshold", type=float, default=0.9, help="greedy success to pass (default 0.9)")
+    gate.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                      help="any TrainConfig field (JSON value), e.g. budget=2000 or the policy input")
+    gate.add_argument("--resume", action="store_true", help="continue the gate in --out")
+    gate.add_argument("--no-progress", action="store_true", help="no progress bar")
+    gate.add_argument("--json", action="store_true", help="print gate.json's record as one JSON object")
+    gate.set_defaults(handler=_cmd_gate)
+    suite = commands.add_parser("suite", help="the credit-assignment suite: every arm's labels against exact values "
+                                              "and its learning at equal attempts and equal cost, scored in [0, 1]")
+    suite.add_argument("--out", required=True, help="suite directory")
+    suite.add_argument("--quick", action="store_true", help="the quick sizes (2 seeds, small budgets; minutes on a CPU)")
+    suite.add_argument("--arms", default=None, metavar="A,B,...",
+                       help="arms to score (default: every built-in suite arm); a name that is not a built-in suite "
+                            "arm is a registered credit arm with its default options")
+    suite.add_argument("--experiments", default=None, metavar="E,F,...", help="run only these experiments")
+    suite.add_argument("--resume", action="store_true", help="continue the suite in --out")
+    suite.add_argument("--no-progress", action="store_true", help="no progress lines or bars")
+    suite.add_argument("--json", action="store_true", help="print the scorecard as one JSON object")
+    suite.add_argument("--backend", default="local", choices=BACKENDS,
+                       help="where the learning experiments' cells run: local or ray")
+    suite.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray)")
+    suite.set_defaults(handler=_cmd_suite)
+
     solve = commands.add_parser("solve", help="exact value of a position and Q of its legal actions")
     _add_problem_options(solve, PROBLEM_ENVIRONMENTS)
     solve.add_argument("--actions", help='play these first, e.g. "select 0; select 1" or "COMBINE 2 + 3; UNDO"')
@@ -689,7 +751,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="uniform, optimal, soft, or a policy checkpoint (or run directory: its policies/seed-0)")
     solve.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     solve.set_defaults(handler=_cmd_solve)
-    _add_analysis_commands(commands, regimes=[*REGIMES, *RENAMED_REGIMES])
+    _add_analysis_commands(commands, regimes=list(dict.fromkeys([*REGIMES, *MATCHED_COUNTERS, *RENAMED_REGIMES])))
     _add_agent_commands(commands)
     return parser
 

@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jaxcredit.credit_arms import label_free_credits  # the registered arms that spend no label or critic work
-from jaxcredit.rundir_io import matched_cell, regime_meaning
+from jaxcredit.rundir_io import MATCHED_COUNTERS, is_matched, matched_cell, regime_meaning
 from jaxcredit.stats import INTERVAL_METHOD, MIN_RELIABLE_SEEDS, holm, interval_description, paired_t
 
 MEASURES = ("final_success", "average_success")
@@ -92,17 +92,17 @@ def comparison_pairs(regimes, credits: dict, reference_arm: str, *, environments
     (`arm_references`: `reference_arm`, or with `environments` the reference credit's arm on the
     same environment) in the same regime (a reference gets its own row). `matched`: every label
     arm's `attempts` cell against each label-free arm's `matched_cell` (on the same environment,
-    when `environments` is given).
+    when `environments` is given); `matched-policy-evals` likewise, its cells under its own name.
     """
     references = arm_references(credits, reference_arm, environments)
     pairs = []
     for regime in regimes:
-        if regime == "matched":
+        if is_matched(regime):
             for arm in label_arms(credits):
                 for reference in label_free_arms(credits, reference_arm):
                     if environments is None or environments[reference] == environments[arm]:
                         pairs.append(Pair(regime, arm, ("attempts", arm), reference,
-                                          ("matched", matched_cell(reference, arm))))
+                                          (regime, matched_cell(reference, arm))))
             continue
         for arm in credits:
             reference = references[arm]
@@ -112,19 +112,38 @@ def comparison_pairs(regimes, credits: dict, reference_arm: str, *, environments
 
 
 def _spend(measures: dict) -> dict:
-    return {"main_episodes": float(np.mean(measures["main_episodes"])),
-            "total_env_steps": float(np.mean(measures["total_env_steps"]))}
+    spend = {"main_episodes": float(np.mean(measures["main_episodes"])),
+             "total_env_steps": float(np.mean(measures["total_env_steps"]))}
+    if "total_policy_evals" in measures:
+        spend["total_policy_evals"] = float(np.mean(measures["total_policy_evals"]))
+        if measures.get("policy_eval_flops") is not None:
+            spend["policy_flops"] = spend["total_policy_evals"] * float(measures["policy_eval_flops"])
+    return spend
+
+
+def flops_text(flops: float) -> str:
+    """`"2.6e12"`: a FLOP count to two significant figures."""
+    mantissa, exponent = f"{flops:.1e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def _side(name: str, spend: dict, *, first: str = "attempts") -> str:
-    attempts, steps = f"{spend['main_episodes']:,.0f} attempts", f"{spend['total_env_steps']:,.0f} env steps"
-    return f"{name}: {attempts} = {steps}" if first == "attempts" else f"{name}: {steps} = {attempts}"
+    """`name: 320 attempts = 1,500 env steps = 1,480 policy evals (3.1e9 FLOPs)`, the currency
+    `first` (`attempts`, `steps` or `evals`) first; policy evaluations where the records hold them."""
+    parts = {"attempts": f"{spend['main_episodes']:,.0f} attempts",
+             "steps": f"{spend['total_env_steps']:,.0f} env steps"}
+    if "total_policy_evals" in spend:
+        flops = f" ({flops_text(spend['policy_flops'])} FLOPs)" if "policy_flops" in spend else ""
+        parts["evals"] = f"{spend['total_policy_evals']:,.0f} policy evals{flops}"
+    order = [first] + [k for k in parts if k != first]
+    return f"{name}: " + " = ".join(parts[k] for k in order if k in parts)
 
 
 def budget_text(pair: Pair, spend: dict, reference_spend: dict | None, budgets: dict) -> str:
     """What each side of a row got, in words (means over seeds)."""
-    if pair.regime == "matched":
-        return (_side(pair.reference, reference_spend, first="steps") + f" (matched to {pair.arm}'s total, "
+    if is_matched(pair.regime):
+        first = "evals" if MATCHED_COUNTERS[pair.regime] == "total_policy_evals" else "steps"
+        return (_side(pair.reference, reference_spend, first=first) + f" (matched to {pair.arm}'s total, "
                 f"per seed) vs {_side(pair.arm, spend)} ({budgets.get('attempts', 0):,} attempts budget)")
     first = "attempts" if pair.regime == "attempts" else "steps"
     cap = budgets.get(pair.regime)
@@ -142,7 +161,9 @@ def paired_table(pairs: list, measures: dict, *, budgets: dict, reference_arm: s
 
     Args:
       pairs: the rows (`comparison_pairs`); a row whose cells are missing from `measures` is skipped.
-      measures: `{cell: seed_measures(...)}` for the cells on hand (`cell = (regime, name)`).
+      measures: `{cell: seed_measures(...)}` for the cells on hand (`cell = (regime, name)`), each
+        optionally with `policy_eval_flops` (one policy evaluation's FLOPs,
+        `jaxcredit.policy.policy_eval_flops`) for the budget text.
       budgets: the sweep's budgets (`{"attempts": n, "fixed-steps": n}`), for the budget text.
       reference_arm: the sweep's reference arm.
       confidence: the intervals' coverage.
@@ -152,9 +173,10 @@ def paired_table(pairs: list, measures: dict, *, budgets: dict, reference_arm: s
       {regime: {"meaning", "num_seeds", "families"}}}`. A row is keyed by its arm, or
       `"<arm> vs <reference>"` when the reference is not the sweep's reference arm. An entry has
       `arm`, `reference`, `num_seeds`, each measure's mean for both sides (`final_success`,
-      `reference_final_success`, ...), `spend` (mean main attempts and total env steps of each
-      side), `budget` (in words) and `vs_reference` (`{measure: paired_t(...)}` plus `p_holm`:
-      Holm over the rows of the regime with the same reference, per measure).
+      `reference_final_success`, ...), `spend` (mean main attempts, total env steps and, where
+      recorded, total policy evaluations and their FLOPs of each side), `budget` (in words) and
+      `vs_reference` (`{measure: paired_t(...)}` plus `p_holm`: Holm over the rows of the regime
+      with the same reference, per measure).
     """
     regimes: dict = {}
     notes: dict = {}
@@ -261,7 +283,10 @@ def finding_sentence(regime: str, entry: dict, *, measure: str = "final_success"
 
     E.g. `"at equal attempts mc beats outcome by +0.312 [+0.101, +0.523], n = 8"`."""
     arm, reference, n = entry["arm"], entry["reference"], entry["num_seeds"]
-    where = f"at {arm}'s total env steps" if regime == "matched" else REGIME_PHRASES.get(regime, f"in {regime}")
+    if is_matched(regime):
+        where = f"at {arm}'s total {'policy evaluations' if regime == 'matched-policy-evals' else 'env steps'}"
+    else:
+        where = REGIME_PHRASES.get(regime, f"in {regime}")
     d = entry["vs_reference"][measure]
     if d["low"] is None:
         return f"{where} {arm} vs {reference}: no interval (n = {n}), no difference resolved"
@@ -281,5 +306,5 @@ def finding_sentences(table: dict, *, measure: str = "final_success") -> list:
 
 
 __all__ = ["MEASURES", "MIN_RELIABLE_SEEDS", "Pair", "arm_credits", "arm_environments",
-           "arm_references", "budget_text", "comparison_pairs", "finding_sentence", "finding_sentences", "is_resolved",
-           "format_paired_table", "label_arms", "label_free_arms", "paired_table"]
+           "arm_references", "budget_text", "comparison_pairs", "finding_sentence", "finding_sentences", "flops_text",
+           "is_resolved", "format_paired_table", "label_arms", "label_free_arms", "paired_table"]

@@ -14,6 +14,14 @@ an episode ended), never NaN. A training run selects its arm by name through the
   added to the outcome advantage with a weight (CAST-style solver values).
 - `anchor`: the episode's GRPO advantage plus `ω` times a step advantage normalised among the
   group's steps taken in the same position; Feng et al. 2025 (GiGPO).
+- `progress`: `Φ(h_{t+1}) - Φ(h_t)` with `Φ` the success probability of a history estimated
+  from N continuations, soft (the fraction that succeed) or hard (whether any does); Wang et
+  al. 2024 (Math-Shepherd).
+
+Counterfactual credit `Q(s_t, a_t) - E_{a' ~ ρ}[Q(s_t, a')]` (`exact`, `solver`, `mc`) depends on
+the replacement distribution ρ (`REPLACEMENTS`): `on-policy` (ρ is the policy the values are of:
+the baseline is `V`), `uniform` (over the legal actions) or `null` (the environment's null,
+decorative action); see `replacement_value`.
 
 Groups: episodes of one problem are contiguous, `B = P * group_size` (P problems).
 Solver values are `v [P, T+1, S]`, `q [P, T+1, S, A]` indexed by turns LEFT
@@ -36,6 +44,8 @@ from jaxcredit.policy_fn import PolicyFn
 from jaxcredit.rollout import Trajectory, branch_returns
 
 BASELINES = ("grpo", "rloo", "mean")
+REPLACEMENTS = ("on-policy", "uniform", "null")  # what replaces a_t in counterfactual credit
+PROGRESS_KINDS = ("soft", "hard")  # Math-Shepherd's labels: the fraction of continuations that succeed, or any
 ANCHOR_DISCOUNT = 0.95  # GiGPO's step-level discount (Feng et al. 2025)
 
 
@@ -120,7 +130,8 @@ def _taken(trajectory: Trajectory, num_actions: int) -> tuple[jax.Array, jax.Arr
 
 
 def mc_advantage(
-    trajectory: Trajectory, *, state_values: jax.Array, action_values: jax.Array | None = None
+    trajectory: Trajectory, *, state_values: jax.Array, action_values: jax.Array | None = None,
+    baseline: jax.Array | None = None,
 ) -> jax.Array:
     """Monte Carlo credit from branch continuations (Kazemnejad et al. 2024, VinePPO). `[B, T]`.
 
@@ -131,13 +142,15 @@ def mc_advantage(
     `Q̂(s_t, a_t)` samples. With `action_values` float32 `[B, T, A]` (forced first actions,
     `branch_action_values`): `A_t = Q̂(s_t, a_t) - V̂(s_t)`, where an illegal or out-of-range
     `a_t` (a refusal: one turn used, nothing else changed) has `Q̂ = r_t + V̂(s_{t+1})`, the value
-    of the same position with one turn fewer (0 when that was the last turn).
+    of the same position with one turn fewer (0 when that was the last turn). `baseline` float32
+    `[B, T]`, when given, replaces `V̂(s_t)` as what is subtracted (`replacement_value`: the
+    counterfactual baseline of another replacement distribution).
     """
     num_turns = trajectory.live.shape[1]
     if state_values.shape != trajectory.live.shape[:1] + (num_turns + 1,):
         raise ValueError(f"state_values must have shape [B, T+1] = {(trajectory.live.shape[0], num_turns + 1)}, "
                          f"got {state_values.shape}")
-    value_now = jnp.where(trajectory.live, state_values[:, :-1], 0.0)
+    value_now = jnp.where(trajectory.live, state_values[:, :-1] if baseline is None else baseline, 0.0)
     value_next = jnp.where(trajectory.done, 0.0, state_values[:, 1:])
     if action_values is None:
         return _on_live(trajectory, trajectory.reward + value_next - value_now)
@@ -147,6 +160,41 @@ def mc_advantage(
     return _on_live(trajectory, chosen - value_now)
 
 
+def check_replacement(replacement: str, env: Environment | None = None) -> None:
+    """Raise `ValueError` unless `replacement` is one of `REPLACEMENTS` that `env` can give: `null`
+    needs an environment with a null action (`env.null_action`, e.g. MAD with decorative actions)."""
+    if not isinstance(replacement, str) or replacement not in REPLACEMENTS:
+        raise ValueError(f"unknown replacement {replacement!r}; choices: {', '.join(REPLACEMENTS)}")
+    if replacement == "null" and env is not None and env.null_action is None:
+        raise ValueError(f"replacement 'null' needs an environment with a null (decorative) action; "
+                         f"{env.name!r} as configured has none (MAD: set decorative_actions >= 1)")
+
+
+def replacement_value(trajectory: Trajectory, action_values: jax.Array, *, replacement: str,
+                      on_policy_value: jax.Array, null_action: int | None = None) -> jax.Array:
+    """float32 `[B, T]`: `E_{a' ~ ρ}[Q(s_t, a')]`, the baseline of counterfactual credit
+    `Q(s_t, a_t) - E_{a' ~ ρ}[Q(s_t, a')]` under the replacement distribution ρ.
+
+    `action_values` float32 `[B, T, A]` is `Q(s_t, ·)` (read on legal actions only);
+    `on_policy_value` float32 `[B, T]` is `Σ_a π(a|s_t) Q(s_t, a)` for the policy π the values are
+    of. `replacement`: `on-policy` (ρ = π: that value), `uniform` (ρ uniform over the legal
+    actions of `s_t`: their mean value) or `null` (ρ the null action `null_action`, always legal:
+    its value). 0 on steps that are not live.
+    """
+    check_replacement(replacement)
+    if replacement == "on-policy":
+        baseline = on_policy_value
+    elif replacement == "uniform":
+        legal = trajectory.legal_action_mask
+        total = jnp.sum(jnp.where(legal, action_values, 0.0), axis=-1)
+        baseline = total / jnp.maximum(jnp.sum(legal, axis=-1), 1)
+    else:
+        if null_action is None:
+            raise ValueError("replacement 'null' needs the environment's null_action")
+        baseline = action_values[..., null_action]
+    return _on_live(trajectory, baseline)
+
+
 def _per_episode(array: jax.Array, batch: int, group_size: int) -> jax.Array:
     if array.shape[0] * group_size != batch:
         raise ValueError(f"values for {array.shape[0]} problems x group_size {group_size} do not match "
@@ -154,12 +202,15 @@ def _per_episode(array: jax.Array, batch: int, group_size: int) -> jax.Array:
     return jnp.repeat(array, group_size, axis=0)
 
 
-def solver_action_advantage(trajectory: Trajectory, values: Any, *, group_size: int = 1) -> jax.Array:
+def solver_action_advantage(trajectory: Trajectory, values: Any, *, group_size: int = 1,
+                            replacement: str = "on-policy", null_action: int | None = None) -> jax.Array:
     """float32 `[B, T]`: `Q[tl_t, p_t, a_t] - V[tl_t, p_t]` gathered from solver values.
 
     `values` has `v` `[P, T+1, S]` and `q` `[P, T+1, S, A]` (or one problem's `[T+1, S]`,
     `[T+1, S, A]`). A refused (illegal or out-of-range) action changes nothing but uses a turn,
     so its value is `V[tl_t - 1, p_t]` whatever `q` holds there (as `analysis.exact` values it).
+    With another `replacement` than `on-policy`, `V` is replaced by `E_{a' ~ ρ}[Q[tl_t, p_t, a']]`
+    (`replacement_value`: `uniform` over the legal actions, or the `null` action `null_action`).
     """
     batch = trajectory.live.shape[0]
     v, q = values.v, values.q
@@ -171,6 +222,10 @@ def solver_action_advantage(trajectory: Trajectory, values: Any, *, group_size: 
     position = trajectory.position
     action, legal = _taken(trajectory, q.shape[-1])
     value_now = v[rows, turns_left, position]
+    if replacement != "on-policy":
+        menu = jnp.where(jnp.isfinite(q[rows, turns_left, position]), q[rows, turns_left, position], 0.0)
+        value_now = replacement_value(trajectory, menu, replacement=replacement, on_policy_value=value_now,
+                                      null_action=null_action)
     refused_value = v[rows, jnp.maximum(turns_left - 1, 0), position]
     action_value = jnp.where(legal, q[rows, turns_left, position, action], refused_value)
     advantage = jnp.where(jnp.isfinite(action_value) & jnp.isfinite(value_now), action_value - value_now, 0.0)
@@ -190,13 +245,16 @@ def solver_menu_values(trajectory: Trajectory, values: Any, *, group_size: int =
     return jnp.where(keep, menu, 0.0).astype(jnp.float32)
 
 
-def exact_advantage(trajectory: Trajectory, *, values: Any, group_size: int = 1) -> jax.Array:
+def exact_advantage(trajectory: Trajectory, *, values: Any, group_size: int = 1, replacement: str = "on-policy",
+                    null_action: int | None = None) -> jax.Array:
     """Exact credit of the current policy π: `A_t = Q^π(s_t, a_t) - V^π(s_t)`. float32 `[B, T]`.
 
     `values` are the solver's `Values` of π itself (`solver_values.reference_values` with
-    `policy="network"`), indexed by turns left; see `solver_action_advantage`.
+    `policy="network"`), indexed by turns left; see `solver_action_advantage` (and its
+    `replacement`: `V^π` is the `on-policy` baseline).
     """
-    return solver_action_advantage(trajectory, values, group_size=group_size)
+    return solver_action_advantage(trajectory, values, group_size=group_size, replacement=replacement,
+                                   null_action=null_action)
 
 
 def solver_advantage(
@@ -207,15 +265,19 @@ def solver_advantage(
     weight: float = 1.0,
     outcome: str | None = None,
     epsilon: float = 1e-6,
+    replacement: str = "on-policy",
+    null_action: int | None = None,
 ) -> jax.Array:
     """Solver credit under a FIXED policy μ (CAST-style): float32 `[B, T]`.
 
     `A_t = weight * (Q^μ(s_t, a_t) - V^μ(s_t))`, with `values` from the solver under the uniform
     reference (`evaluate_policy(graph, uniform_policy(graph))`) or the optimal policy
     (`optimal_values`, then `Q* - V* <= 0`). With `outcome` set to a baseline name, the outcome
-    advantage of that baseline is added: `A_t = A^outcome_i + weight * (Q^μ - V^μ)`.
+    advantage of that baseline is added: `A_t = A^outcome_i + weight * (Q^μ - V^μ)`. `replacement`
+    (see `solver_action_advantage`) replaces `V^μ`, the `on-policy` baseline of μ's own values.
     """
-    advantage = weight * solver_action_advantage(trajectory, values, group_size=group_size)
+    advantage = weight * solver_action_advantage(trajectory, values, group_size=group_size, replacement=replacement,
+                                                 null_action=null_action)
     if outcome is not None:
         advantage = advantage + outcome_advantage(trajectory, group_size=group_size, baseline=outcome,
                                                   epsilon=epsilon)
@@ -304,3 +366,62 @@ def branch_action_values(
                             num_continuations=num_continuations, force_first_actions=True,
                             max_legal_actions=max_legal_actions, chunk_size=chunk_size, sharding=sharding)
     return result.mean.reshape(batch, num_turns, -1), result.counts
+
+
+def branch_null_values(
+    env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
+    num_continuations: int, chunk_size: int = 512, sharding: Any = None,
+) -> tuple[jax.Array, Counts]:
+    """`Q̂(s_t, null)` float32 `[B, T]`: the value of the environment's null action at every state
+    before an action, by branching: the null action is stepped (one env step per live state), then
+    `num_continuations` continuations under `policy_fn` follow. 0 for ended states, and when the null
+    step used the last turn. Consumes `key`. Raises `ValueError` for an environment without a null
+    action (`env.null_action`)."""
+    check_replacement("null", env)
+    batch, num_turns = trajectory.live.shape
+    states = _flatten(trajectory.states)
+    live = ~states.done
+    stepped = jax.vmap(env.step)(states, jnp.full(live.shape, env.null_action, jnp.int32))
+    result = branch_returns(env, policy_fn, params, stepped, key, num_continuations=num_continuations,
+                            chunk_size=chunk_size, sharding=sharding)
+    values = jnp.where(live, stepped.reward + result.mean, 0.0).reshape(batch, num_turns)
+    counts = result.counts.replace(env_steps=result.counts.env_steps + jnp.sum(live, dtype=jnp.int32))
+    return values, counts
+
+
+# ----- progress labels (Math-Shepherd): Φ(s) = P(success | s) from N continuations -----
+
+def branch_state_progress(
+    env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
+    num_continuations: int, kind: str, chunk_size: int = 512, sharding: Any = None,
+) -> tuple[jax.Array, Counts]:
+    """`Φ` float32 `[B, T+1]`: the progress estimate of every state of `trajectory` and its final states.
+
+    From `N = num_continuations` continuations under `policy_fn` from each live state (Wang et al.
+    2024, Math-Shepherd): `kind="soft"` the mean return (the fraction of the N that succeed, with
+    0/1 returns: MAD, arithmetic), `kind="hard"` the largest (1 when any succeeds). 0 for ended
+    states (which cost nothing). Consumes `key`. Returns `(progress, counts)`.
+    """
+    if kind not in PROGRESS_KINDS:
+        raise ValueError(f"unknown progress kind {kind!r}; choices: {', '.join(PROGRESS_KINDS)}")
+    batch, num_turns = trajectory.live.shape
+    states = jax.tree_util.tree_map(
+        lambda before, final: jnp.concatenate([before, final[:, None]], axis=1),
+        trajectory.states, trajectory.final_state,
+    )
+    result = branch_returns(env, policy_fn, params, _flatten(states), key,
+                            num_continuations=num_continuations, chunk_size=chunk_size, sharding=sharding)
+    progress = result.mean if kind == "soft" else jnp.where(result.valid, result.returns.max(axis=-1), 0.0)
+    return progress.reshape(batch, num_turns + 1), result.counts
+
+
+def progress_advantage(trajectory: Trajectory, *, progress: jax.Array) -> jax.Array:
+    """Progress credit: `A_t = Φ(h_{t+1}) - Φ(h_t)`, where a step leads, not what it did. `[B, T]`.
+
+    `progress` float32 `[B, T+1]` is `Φ` of the state before each action and, last, the final
+    state (`branch_state_progress`). The history after step t has `Φ(h_{t+1}) = r_t + Φ(s_{t+1})`:
+    a success already reached counts (the environments here reward only the final, successful
+    step), and an ended state has `Φ(s) = 0` whatever is passed. With the soft `Φ` this is the same
+    arithmetic as `mc_advantage`'s VinePPO form; the hard `Φ` is a different label.
+    """
+    return mc_advantage(trajectory, state_values=progress)

@@ -14,13 +14,16 @@ charge as returned; analysis reads each arm's account, description and card text
 | `outcome` | episode return normalised in its group | none |
 | `anchor` | GRPO + ω x step advantage among same-position steps (GiGPO) | none |
 | `mc` | K branch continuations: `td` `r + V̂' - V̂`, `q` `Q̂ - Σ π Q̂` | continuations (`label`) |
+| `progress-soft`, `progress-hard` | `Φ(h') - Φ(h)`, Φ from N continuations (Math-Shepherd) | continuations (`label`) |
+| `progress-model` | `Φ(h') - Φ(h)`, Φ a value head fitted on the episodes' outcomes | none (main attempts' own) |
 | `exact` | `Q^π - V^π` of the current network, from the solver | enumeration + network (`label`) |
 | `solver` | `w (Q^μ - V^μ)` of a fixed μ (uniform, optimal, soft) | enumeration (`label`) |
 | `critic` | GAE over a learned value head | its continuation labels (`critic`) |
 | `predictor` | `Q̂(s, a_t) - Σ π Q̂(s, ·)` of a frozen model fitted offline | its one dataset (`predictor`), once |
 
 Each arm's options are the dataclass beside it (`OutcomeOptions`, `AnchorOptions`, `McOptions`,
-`ExactOptions`, `SolverOptions`, `CriticOptions`, `PredictorOptions`), one `option(...)` line each.
+`ExactOptions`, `SolverOptions`, `CriticOptions`, `PredictorOptions`, `ProgressSoftOptions`,
+`ProgressHardOptions`, `ProgressModelOptions`), one `option(...)` line each.
 
 An arm with a `prepare` function (today `predictor`) does one-time work before the first
 iteration: `arm.prepare(context, key, draw_problem, validation_problems)` returns a
@@ -28,7 +31,10 @@ iteration: `arm.prepare(context, key, draw_problem, validation_problems)` return
 `context.prepared`) and its charge, recorded once.
 
 Hyper-parameters come from `context.options` (the arm's options, `config.credit_options`) and
-`context.config` (the run's shared fields: `attempts_per_problem`, the network's sizes).
+`context.config` (the run's shared fields: `attempts_per_problem`, `objective`, the network's
+sizes). The counterfactual arms (`exact`, `solver`, `mc`) have a `replacement` option, the
+distribution whose expected action value is the baseline (`credit.REPLACEMENTS`), checked in one
+place, `check_replacement_option`.
 
 Shape letters: P problems, G attempts per problem, B = P * G episodes, T turns, A actions,
 L observation length, M critic label states, E held-out states, V validation problems, N seeds.
@@ -60,12 +66,18 @@ from jaxcredit.arm_registry import (
     register_credit_arm,
 )
 from jaxcredit.credit import (
+    REPLACEMENTS,
     anchor_advantage,
     branch_action_values,
+    branch_null_values,
+    branch_state_progress,
     branch_state_values,
+    check_replacement,
     gae_advantage,
     mc_advantage,
     outcome_advantage,
+    progress_advantage,
+    replacement_value,
     solver_advantage,
     solver_menu_values,
 )
@@ -83,6 +95,7 @@ from jaxcredit.predictor import (
     visited_states,
 )
 from jaxcredit.rollout import Trajectory, branch_returns
+from jaxcredit.solver import DEFAULT_TIE_BREAK_DISCOUNT, TIE_BREAKS
 from jaxcredit.solver_values import network_values_batch, reference_values
 from jaxcredit.validation import require_int
 
@@ -160,6 +173,48 @@ def _anchor_card(options: AnchorOptions, config: dict) -> CardText:
                     "the main attempts under the current policy, to the end of the episode")
 
 
+# ----- the counterfactual arms' replacement (mc, exact, solver) ---------------------------------
+def _replacement_option():
+    return option("on-policy", choices=REPLACEMENTS, legacy="replacement",
+                  doc="what replaces the action in `Q(s, a_t) - E_{a' ~ ρ}[Q(s, a')]` (`credit.REPLACEMENTS`): "
+                      "`on-policy` (the baseline is V), `uniform` (over the legal actions) or `null` (the "
+                      "environment's null action; JSON null reads as `\"null\"`)")
+
+
+def _null_replacement(options) -> None:
+    """JSON null (`--set credit_options.replacement=null`) names the null replacement."""
+    if options.replacement is None:
+        object.__setattr__(options, "replacement", "null")
+
+
+def check_replacement_option(options, config=None, env: Environment | None = None) -> None:
+    """The one check of the `replacement` option of `exact`, `solver` and `mc` (`credit.REPLACEMENTS`):
+    raises `ValueError` naming the problem. `on-policy` (the default) suits every config; another
+    replacement needs the policy-gradient objective (value-target objectives use no advantage),
+    `uniform` under `mc` needs every legal action's value (`variant` `q`), and `null` needs an
+    environment with a null action (checked once `env` is given)."""
+    replacement, arm = options.replacement, options.arm
+    name = f"credit_options.replacement of credit {arm!r}"
+    try:
+        check_replacement(replacement, env)
+    except ValueError as error:
+        raise ValueError(f"{name}: {error}") from None
+    if replacement == "on-policy":
+        return
+    if getattr(options, "variant", None) == "td" and replacement == "uniform":  # mc's td has no Q̂ per action
+        raise ValueError(f"{name} 'uniform' needs the value of every legal action: set credit_options.variant 'q'")
+    objective = getattr(config, "objective", "pg")
+    if objective != "pg":
+        raise ValueError(f"{name} {replacement!r} changes the advantage, which objective {objective!r} does not use; "
+                         "leave it 'on-policy'")
+
+
+def _replacement(context: CreditContext) -> str:
+    """The arm's `replacement` option, checked against the run's config and environment."""
+    check_replacement_option(context.options, context.config, context.env)
+    return context.options.replacement
+
+
 # ----- mc ----------------------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class McOptions(ArmOptions):
@@ -170,34 +225,56 @@ class McOptions(ArmOptions):
                           doc="`td` (`r_t + V(s_{t+1}) - V(s_t)`) or `q` (`Q(s_t, a_t) - V(s_t)`)")
     continuations: int = option(4, low=1, legacy="mc_continuations",
                                 doc="K, continuations per state (`td`) or per legal action (`q`)")
+    replacement: str = _replacement_option()
+
+    def __post_init__(self):
+        _null_replacement(self)
+        super().__post_init__()
 
 
 def mc_td_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
-    """`r_t + V̂(s_{t+1}) - V̂(s_t)` from `continuations` continuations of every state; consumes `key`."""
-    values, counts = branch_state_values(context.env, context.policy_fn, context.params, trajectory, key,
-                                         num_continuations=context.options.continuations,
-                                         sharding=context.sharding)
-    return CreditResult(mc_advantage(trajectory, state_values=values), None, {"label": counts})
+    """`r_t + V̂(s_{t+1}) - V̂(s_t)` from `continuations` continuations of every state; consumes `key`.
+    With the `replacement` option `null`, `V̂(s_t)` is replaced by `Q̂(s_t, null)` from as many
+    continuations after the null action (`credit.branch_null_values`), charged too."""
+    replacement = _replacement(context)
+    k = context.options.continuations
+    if replacement == "on-policy":
+        values, counts = branch_state_values(context.env, context.policy_fn, context.params, trajectory, key,
+                                             num_continuations=k, sharding=context.sharding)
+        return CreditResult(mc_advantage(trajectory, state_values=values), None, {"label": counts})
+    value_key, null_key = jax.random.split(key)
+    values, counts = branch_state_values(context.env, context.policy_fn, context.params, trajectory, value_key,
+                                         num_continuations=k, sharding=context.sharding)
+    null_values, null_counts = branch_null_values(context.env, context.policy_fn, context.params, trajectory,
+                                                  null_key, num_continuations=k, sharding=context.sharding)
+    advantage = mc_advantage(trajectory, state_values=values, baseline=null_values)
+    return CreditResult(advantage, None, {"label": counts + null_counts})
 
 
-def q_advantage(context: CreditContext, trajectory: Trajectory, q_hat: jax.Array, params: Any = None) -> jax.Array:
+def q_advantage(context: CreditContext, trajectory: Trajectory, q_hat: jax.Array, params: Any = None,
+                replacement: str = "on-policy") -> jax.Array:
     """float32 `[B, T]`: `Q̂(s_t, a_t) - V̂(s_t)` with `V̂ = Σ_a π(a|s) Q̂(s, a)`, π the policy network
     with `params` (None: the current `context.params`), from action values `q_hat` `[B, T, A]`
-    (`credit.mc_advantage`)."""
+    (`credit.mc_advantage`). Another `replacement` subtracts `E_{a' ~ ρ}[Q̂(s_t, a')]` instead
+    (`credit.replacement_value`); a refused `a_t` is still valued `r_t + V̂(s_{t+1})`."""
     params = context.params if params is None else params
     logits = context.policy_fn(params, trajectory.observation, trajectory.legal_action_mask)
-    v_hat = jnp.sum(action_probabilities(logits, trajectory.legal_action_mask) * q_hat, axis=-1)
-    v_hat = jnp.concatenate([v_hat, jnp.zeros_like(v_hat[:, :1])], axis=1)
-    return mc_advantage(trajectory, state_values=v_hat, action_values=q_hat)
+    v_now = jnp.sum(action_probabilities(logits, trajectory.legal_action_mask) * q_hat, axis=-1)
+    v_hat = jnp.concatenate([v_now, jnp.zeros_like(v_now[:, :1])], axis=1)
+    baseline = None if replacement == "on-policy" else replacement_value(
+        trajectory, q_hat, replacement=replacement, on_policy_value=v_now, null_action=context.env.null_action)
+    return mc_advantage(trajectory, state_values=v_hat, action_values=q_hat, baseline=baseline)
 
 
 def mc_q_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
     """`Q̂(s_t, a_t) - V̂(s_t)` with `V̂ = Σ_a π(a|s) Q̂(s, a)` (unbiased from the same continuations,
-    no second batch), `continuations` per legal action; consumes `key`."""
+    no second batch), `continuations` per legal action; consumes `key`. The `replacement` option
+    picks the baseline from the same `Q̂` (`uniform`: their mean; `null`: the null action's)."""
+    replacement = _replacement(context)
     q_hat, counts = branch_action_values(context.env, context.policy_fn, context.params, trajectory, key,
                                          num_continuations=context.options.continuations,
                                          sharding=context.sharding)
-    return CreditResult(q_advantage(context, trajectory, q_hat), None, {"label": counts})
+    return CreditResult(q_advantage(context, trajectory, q_hat, replacement=replacement), None, {"label": counts})
 
 
 def mc_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
@@ -206,21 +283,97 @@ def mc_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: j
     return variant(context, trajectory, problems, key)
 
 
+def _with_replacement(estimand: str, options) -> str:
+    """The estimand of a counterfactual arm with its `replacement` in place of V."""
+    replacement = options.replacement
+    if replacement == "on-policy":
+        return estimand
+    return estimand + f", with E_{{a' ~ {replacement}}}[Q(s_t, a')] in place of V (the {replacement} replacement)"
+
+
 def _mc_card(options: McOptions, config: dict) -> CardText:
     k, variant = options.continuations, options.variant
     formula = "r_t + V̂(s_{t+1}) − V̂(s_t)" if variant == "td" else "Q̂(s_t, a_t) − V̂(s_t), V̂ = Σ π Q̂"
-    return CardText(f"per action: {formula}, estimating Q^π(s_t, a_t) − V^π(s_t) of the current policy",
+    return CardText(_with_replacement(f"per action: {formula}, estimating Q^π(s_t, a_t) − V^π(s_t) of the current "
+                                      "policy", options),
                     OBSERVED_STATE, f"continuation (K={k} per state{', per action' if variant == 'q' else ''})",
                     "continuations under the current policy from the branched state to the episode's end "
                     "(at most max_turns); reward: the environment's success reward")
 
 
+def _check_replacement(options, config) -> None:
+    check_replacement_option(options, config)
+
+
+def _check_replacement_environment(options, env: Environment) -> None:
+    check_replacement_option(options, None, env)
+
+
+# ----- progress-soft, progress-hard --------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class _ProgressOptions(ArmOptions):
+    continuations: int = option(4, low=1, legacy="progress_continuations",
+                                doc="N, continuations per state under the current policy that estimate Φ")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgressSoftOptions(_ProgressOptions):
+    """The progress-soft arm's options."""
+
+    arm = "progress-soft"
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgressHardOptions(_ProgressOptions):
+    """The progress-hard arm's options."""
+
+    arm = "progress-hard"
+
+
+def _progress_arm(kind: str) -> Callable[[CreditContext, Trajectory, Any, jax.Array], CreditResult]:
+    def progress_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+        progress, counts = branch_state_progress(context.env, context.policy_fn, context.params, trajectory, key,
+                                                 num_continuations=context.options.continuations,
+                                                 kind=kind, sharding=context.sharding)
+        return CreditResult(progress_advantage(trajectory, progress=progress), None, {"label": counts})
+
+    progress_arm.__doc__ = (f"Math-Shepherd's {kind} progress credit `Φ(h_{{t+1}}) - Φ(h_t)` "
+                            f"(`credit.progress_advantage`), `Φ` from the `continuations` option's continuations "
+                            f"of every state under the current policy (`credit.branch_state_progress`, "
+                            f"kind {kind!r}); consumes `key`; the continuations are charged to `label`.")
+    progress_arm.__name__ = progress_arm.__qualname__ = f"progress_{kind}_arm"
+    return progress_arm
+
+
+progress_soft_arm = _progress_arm("soft")
+progress_hard_arm = _progress_arm("hard")
+
+
+def _progress_card(kind: str) -> Callable[[_ProgressOptions, dict], CardText]:
+    phi = ("the fraction of N continuations that succeed" if kind == "soft"
+           else "1 when any of N continuations succeeds, else 0")
+
+    def card(options: _ProgressOptions, config: dict) -> CardText:
+        return CardText(f"per action: Φ(h_{{t+1}}) − Φ(h_t), Φ = {phi} (Math-Shepherd {kind} labels): where the "
+                        "step leads, not what it did", OBSERVED_STATE,
+                        f"continuation (N={options.continuations} per state)",
+                        "continuations under the current policy from each state to the episode's end; reward: the "
+                        "environment's success reward")
+
+    return card
+
+
 # ----- exact and solver --------------------------------------------------------------------------
 @dataclasses.dataclass(frozen=True)
 class ExactOptions(ArmOptions):
-    """The exact arm's options (none yet)."""
+    """The exact arm's options."""
 
     arm = "exact"
+    replacement: str = _replacement_option()
+
+    def __post_init__(self):
+        _null_replacement(self)
+        super().__post_init__()
 
 
 def _graphs(env: Environment, problems: Any):
@@ -235,19 +388,23 @@ def _graphs(env: Environment, problems: Any):
 def exact_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
     """`Q^π - V^π` of the current network from the solver (the values `reference_values(policy="network")`
     gives, all problems' network rows in shared chunks), charged the enumeration and the network
-    evaluations done (reached, distinct rows)."""
+    evaluations done (reached, distinct rows). The `replacement` option picks the baseline in place of `V^π`."""
     env, c = context.env, context.config
+    replacement = _replacement(context)
     graphs, starts, counts = _graphs(env, problems)
     # the problems' distinct rows share the network's chunks (what reference_values does one problem at a time)
     values, evals = network_values_batch(env, problems, graphs, context.policy_fn, context.params,
                                          horizon=env.max_turns, starts=starts)
     counts = counts.replace(policy_evals=evals)
-    return CreditResult(solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem), None,
-                        {"label": counts}, solver_menu_values(trajectory, values, group_size=c.attempts_per_problem))
+    advantage = solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem,
+                                 replacement=replacement, null_action=env.null_action)
+    return CreditResult(advantage, None, {"label": counts},
+                        solver_menu_values(trajectory, values, group_size=c.attempts_per_problem))
 
 
 def _exact_card(options: ExactOptions, config: dict) -> CardText:
-    return CardText("per action: Q^π(s_t, a_t) − V^π(s_t) of the current policy", OBSERVED_STATE,
+    return CardText(_with_replacement("per action: Q^π(s_t, a_t) − V^π(s_t) of the current policy", options),
+                    OBSERVED_STATE,
                     "exact, solver over the graph of positions reached from the start (the current network at "
                     "each distinct observation)",
                     "the current policy in expectation over the complete graph, for the turns left; reward: the "
@@ -268,23 +425,47 @@ class SolverOptions(ArmOptions):
     add_outcome: bool = option(False, legacy="solver_add_outcome", doc="add the outcome advantage to the arm's own")
     baseline: str = option("grpo", choices=OUTCOME_BASELINES, legacy="outcome_baseline",
                            doc="the added outcome advantage's baseline (with `add_outcome`)")
+    tie_break: str = option("none", choices=TIE_BREAKS, legacy="solver_tie_break",
+                            doc="how the optimal reference breaks ties (`solver.TIE_BREAKS`): `none`, `fastest` "
+                                "(toward the action whose value needs the fewest turns) or `discount` (toward the "
+                                "best value discounted by `tie_break_discount` per turn); needs `policy` `optimal`")
+    tie_break_discount: float = option(DEFAULT_TIE_BREAK_DISCOUNT, low=0.0, high=1.0,
+                                       legacy="solver_tie_break_discount",
+                                       doc="γ in (0, 1) of `tie_break` `discount`")
+    replacement: str = _replacement_option()
+
+    def __post_init__(self):
+        _null_replacement(self)
+        super().__post_init__()
+        if self.tie_break_discount in (0.0, 1.0):
+            raise ValueError(f"credit_options.tie_break_discount of credit 'solver' must be in (0, 1), "
+                             f"got {self.tie_break_discount!r}")
+        if self.tie_break != "none" and self.policy != "optimal":
+            raise ValueError(f"credit_options.tie_break {self.tie_break!r} of credit 'solver' breaks ties of the "
+                             f"optimal reference: it needs credit_options.policy 'optimal', got {self.policy!r}")
 
 
 def solver_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
-    """`weight x (Q^μ - V^μ)` under the fixed `policy` μ (plus the outcome advantage with
-    `add_outcome`, its `baseline`), charged the enumeration."""
+    """`weight x (Q^μ - V^μ)` under the fixed `policy` μ (its ties broken by `tie_break`; plus the
+    outcome advantage with `add_outcome`, its `baseline`), charged the enumeration. The
+    `replacement` option picks the baseline in place of `V^μ`."""
     env, c, o = context.env, context.config, context.options
+    replacement = _replacement(context)
     graphs, _, counts = _graphs(env, problems)
-    values = jax.vmap(lambda p, g: reference_values(env, p, policy=o.policy, graph=g,
-                                                    temperature=o.temperature)[0])(problems, graphs)
+    def values_of(problem, graph):
+        return reference_values(env, problem, policy=o.policy, graph=graph, temperature=o.temperature,
+                                tie_break=o.tie_break, tie_break_discount=o.tie_break_discount)[0]
+
+    values = jax.vmap(values_of)(problems, graphs)
     outcome = o.baseline if o.add_outcome else None
     advantage = solver_advantage(trajectory, values=values, group_size=c.attempts_per_problem, weight=o.weight,
-                                 outcome=outcome)
+                                 outcome=outcome, replacement=replacement, null_action=env.null_action)
     return CreditResult(advantage, None, {"label": counts},
                         solver_menu_values(trajectory, values, group_size=c.attempts_per_problem))
 
 
 def _solver_check(options: SolverOptions, config) -> None:
+    check_replacement_option(options, config)
     if options.add_outcome:
         _require_group(options.baseline, config)
         if config.objective != "pg":
@@ -297,8 +478,8 @@ def _solver_card(options: SolverOptions, config: dict) -> CardText:
     if policy == "soft":
         policy = f"soft-optimal (Boltzmann, τ={options.temperature})"
     added = " plus the outcome advantage" if options.add_outcome else ""
-    return CardText(f"per action: {options.weight} × (Q^μ − V^μ){added}, μ = the {policy} policy (fixed, not the "
-                    "learner)", OBSERVED_STATE,
+    return CardText(_with_replacement(f"per action: {options.weight} × (Q^μ − V^μ){added}, μ = the {policy} policy "
+                                      "(fixed, not the learner)", options), OBSERVED_STATE,
                     f"exact under fixed reference/optimal policy ({policy}), solver over complete graph",
                     f"the fixed {policy} policy in expectation, for the turns left; reward: the environment's "
                     "success reward")
@@ -377,6 +558,42 @@ class PredictorOptions(ArmOptions):
     eval_states: int = option(64, low=0, legacy="predictor_eval_states",
                               doc="held-out states (one per validation problem) the fitted model is scored on "
                                   "against exact values; 0: not scored (an environment too large to enumerate)")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProgressModelOptions(ArmOptions):
+    """The progress-model arm's options."""
+
+    arm = "progress-model"
+    coef: float = option(1.0, low=0.0, legacy="critic_coef",
+                         doc="the weight of the value head's squared error in the loss")
+
+
+def progress_model_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
+    """Learned progress: `r_t + Φ_θ(s_{t+1}) - Φ_θ(s_t)` (`credit.progress_advantage`), `Φ_θ` the network's
+    value head fitted, as a process reward model is, on the policy's own episodes: every live state's
+    target is its return to go (the episode's outcome, in environments that reward only the end).
+    The critic batch is every step of the trajectory (`M = B * T`, valid where live); nothing is
+    charged: the targets are the main attempts' own outcomes, already counted. `key` is unused."""
+    values = jax.lax.stop_gradient(critic_values(context, trajectory))
+    advantage = progress_advantage(trajectory, progress=values)
+    to_go = jnp.cumsum(trajectory.reward[:, ::-1], axis=1)[:, ::-1]
+
+    def flat(x):
+        return x.reshape(-1, *x.shape[2:])
+
+    critic_batch = (flat(trajectory.observation), flat(trajectory.legal_action_mask), flat(to_go),
+                    flat(trajectory.live))
+    return CreditResult(advantage, critic_batch, {}, critic_coef=context.options.coef)
+
+
+def _progress_model_card(options: ProgressModelOptions, config: dict) -> CardText:
+    return CardText("per action: Φ_θ(h_{t+1}) − Φ_θ(h_t), Φ_θ the network's value head fitted on the policy's own "
+                    "episodes' outcomes (a learned process reward model)",
+                    "the network's observation (what the value head reads)",
+                    "learned value (trained on the main attempts' returns to go; no continuations)",
+                    "the main attempts themselves under the current policy, to the end of the episode",
+                    f"; plus the value head's squared error × {options.coef}")
 
 
 def predictor_network(context: CreditContext) -> PolicyFunctions:
@@ -482,11 +699,14 @@ for _arm in (
     CreditArm("outcome", None, False, "episode return normalised within its group of attempts", outcome_arm,
               options=OutcomeOptions, check=_outcome_check, card=_outcome_card),
     CreditArm("mc", "label", False, "Monte Carlo action credit from K branch continuations (VinePPO)", mc_arm,
-              options=McOptions, card=_mc_card),
+              options=McOptions, check=_check_replacement, check_environment=_check_replacement_environment,
+              card=_mc_card),
     CreditArm("exact", "label", True, "exact Q - V of the current network, from the solver", exact_arm,
-              options=ExactOptions, card=_exact_card),
+              options=ExactOptions, check=_check_replacement, check_environment=_check_replacement_environment,
+              card=_exact_card),
     CreditArm("solver", "label", True, "exact Q - V of a fixed reference or optimal policy (CAST-style)",
-              solver_arm, options=SolverOptions, check=_solver_check, card=_solver_card),
+              solver_arm, options=SolverOptions, check=_solver_check, check_environment=_check_replacement_environment,
+              card=_solver_card),
     CreditArm("anchor", None, False, "GRPO plus a step advantage among same-position steps (GiGPO)", anchor_arm,
               options=AnchorOptions, card=_anchor_card),
     CreditArm("critic", "critic", False, "GAE over a learned value head trained on continuation labels",
@@ -496,11 +716,21 @@ for _arm in (
               predictor_arm, prepare=predictor_prepare, options=PredictorOptions,
               check_environment=_predictor_check_environment, card=_predictor_card,
               prepared_file=PREDICTOR_FILE, prepared_record=_predictor_record),
+    CreditArm("progress-soft", "label", False,
+              "progress Φ(h') - Φ(h), Φ the fraction of N continuations that succeed (Math-Shepherd soft)",
+              progress_soft_arm, options=ProgressSoftOptions, card=_progress_card("soft")),
+    CreditArm("progress-hard", "label", False,
+              "progress Φ(h') - Φ(h), Φ whether any of N continuations succeeds (Math-Shepherd hard)",
+              progress_hard_arm, options=ProgressHardOptions, card=_progress_card("hard")),
+    CreditArm("progress-model", None, False,
+              "progress Φ(h') - Φ(h), Φ a value head fitted on the policy's own episodes' outcomes (a learned PRM)",
+              progress_model_arm, options=ProgressModelOptions, card=_progress_model_card),
 ):
     register_credit_arm(_arm)
 del _arm
 
 __all__ = ["CREDIT_ARMS", "MAX_ENUMERATED", "OBSERVED_STATE", "AnchorOptions", "ArmOptions", "CardText", "CreditArm",
            "CreditContext", "CreditResult", "CriticOptions", "ExactOptions", "McOptions", "NoOptions",
-           "OutcomeOptions", "Preparation", "PredictorOptions", "SolverOptions", "credit_arm", "credit_names",
+           "OutcomeOptions", "Preparation", "PredictorOptions", "ProgressHardOptions", "ProgressModelOptions",
+           "ProgressSoftOptions", "SolverOptions", "check_replacement_option", "credit_arm", "credit_names",
            "label_free_credits", "option", "register_credit_arm"]

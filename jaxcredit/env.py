@@ -144,6 +144,18 @@ class Environment(abc.ABC):
     def check_problem(self, problem: Problem) -> None:
         """Host-side validation of a concrete problem; raises `ValueError`. Default: accept."""
 
+    def check_problems(self, problems: Problem, *, label: str) -> None:
+        """Host-side validation of a concrete batch of problems (leaves `[N, ...]`), e.g. an
+        evaluation set before it is traced (a traced `init_problem` cannot check); raises
+        `ValueError` starting with `label` and naming the first offending problem. Default:
+        `check_problem` on every row."""
+        leaves = jax.tree_util.tree_leaves(problems)
+        for row in range(leaves[0].shape[0] if leaves else 0):
+            try:
+                self.check_problem(jax.tree_util.tree_map(lambda x, row=row: np.asarray(x)[row], problems))
+            except ValueError as error:
+                raise ValueError(f"{label}: problem {row}: {error}") from None
+
     @abc.abstractmethod
     def action_name(self, action: int) -> str:
         """Host-side human-readable name of an action."""
@@ -159,6 +171,16 @@ class Environment(abc.ABC):
         words = [self.action_name(a).split()[0] for a in range(self.num_actions)]
         names = tuple(dict.fromkeys(words))
         return names, np.array([names.index(w) for w in words], np.int32)
+
+    @property
+    def null_action(self) -> int | None:
+        """The id of the environment's null action, or None (the default) when it has none.
+
+        A null action is decorative: legal in every live position, it changes nothing but the turn
+        (same env state and position, reward 0, never ends the episode but by the turn limit;
+        `conformance.check_null_action` checks it). Counterfactual credit with the `null`
+        replacement compares each action with it (`jaxcredit.credit.REPLACEMENTS`)."""
+        return None
 
     def problem_identity(self, problem: Problem) -> jax.Array:
         """int32 `[K]`: what makes two problems the same problem (`jaxcredit.holdout` hashes it to
@@ -180,6 +202,11 @@ class Environment(abc.ABC):
             raise ValueError(f"config.eval_families: environment {self.name!r} has only the 'default' family")
         return ("default",)
 
+    def check_family(self, family: str, *, label: str) -> None:
+        """Host: refuse (`ValueError` starting with `label`) a family whose problems this environment
+        cannot show exactly. Default: nothing to refuse (arithmetic checks its numbers' bound)."""
+        del family, label
+
     def problem_stream(self, family: str | None, seed: int):
         """Host: `draw(m)`, the first m problems (leaves `[m, ...]`) of the seeded stream of `family`
         (None: the environment's own) that held-out sets are filtered from. Default: problem i is
@@ -197,6 +224,14 @@ class Environment(abc.ABC):
         """Host: whether `action` commits an answer the reward judges (MAD's submit, arithmetic's
         FINALs). Default: False (no action is an answer)."""
         return False
+
+    def episode_success(self, final_state: State, episode_return: jax.Array) -> jax.Array:
+        """bool `[...]`: whether episodes succeeded, from their final states (leaves `[..., ...]`)
+        and returns (float32 `[...]`). Default: a positive return, right for every environment
+        whose only non-zero reward is its outcome; one that pays other rewards (umbrella's noise)
+        overrides it. Training's evaluation and the audits report the mean of this."""
+        del final_state
+        return episode_return > 0
 
     # ----- the shared rules ---------------------------------------------------------------
     def _make_state(self, problem, env_state, *, turn, reward, terminated, truncated, rejected):

@@ -41,7 +41,7 @@ from jaxcredit.rundir_io import (
 
 KIND_NAME = ".jaxcredit-kind"
 KIND_VERSION = 1
-KINDS = ("run", "sweep", "audit", "transcripts", "transcript-audit", "page")
+KINDS = ("run", "sweep", "audit", "transcripts", "transcript-audit", "page", "suite")
 JOURNAL = "publish.json"
 _RENAME_EXCHANGE = 2
 

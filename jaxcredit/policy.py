@@ -176,6 +176,25 @@ def make_policy(config: PolicyConfig, env) -> PolicyFunctions:
     return make_policy_from_sizes(config, task_sizes(env))
 
 
+def policy_eval_flops(config: PolicyConfig, sizes: TaskSizes) -> int:
+    """Floating-point operations of one policy evaluation (one observation through the network).
+
+    The matrix products only, 2 FLOPs per multiply-add, as the network computes them (the last
+    block for the last token alone; LayerNorm, softmax and the embeddings are left out). With L
+    the observation length, D `d_model`, M `mlp_dim`, N `num_layers` and A the actions:
+
+        first N - 1 blocks:  2 L (4 D² + 2 D M) + 4 L² D      (projections and MLP; attention)
+        last block:          2 (2 L D² + 2 D² + 2 D M) + 4 L D (keys and values of every token)
+        heads:               2 D (A + 1)                        (action logits and value)
+
+    About `2 x parameters x L` for the full blocks, which is where most of it is.
+    """
+    length, width, hidden = sizes.observation_length, config.d_model, config.mlp_dim
+    full = 2 * length * (4 * width * width + 2 * width * hidden) + 4 * length * length * width
+    last = 2 * (2 * length * width * width + 2 * width * width + 2 * width * hidden) + 4 * length * width
+    return int((config.num_layers - 1) * full + last + 2 * width * (sizes.num_actions + 1))
+
+
 def count_parameters(params: Any) -> int:
     """The total number of scalars in a parameter pytree."""
     return int(sum(x.size for x in jax.tree_util.tree_leaves(params)))

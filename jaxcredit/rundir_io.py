@@ -46,9 +46,29 @@ REGIME_MEANINGS = {
     "attempts": "equal main attempts; label work is extra",
     "matched": "each label arm against the arms without label work given exactly its total env steps, seed by seed",
     "fixed-steps": "a fixed cap on total env steps, labels included",
+    "matched-policy-evals": "each label arm against the arms without label work given exactly its total policy "
+                            "evaluations, seed by seed",  # `matched` with `match_on` policy_evals
 }
 REGIME_BUDGET_COUNTERS = {"attempts": "main_episodes", "fixed-steps": "total_env_steps"}  # `matched`: the totals
 RENAMED_REGIMES = {"steps": "fixed-steps"}  # old name -> name: older sweep directories still read
+# The matched regime matches in one or both currencies (a sweep's `match_on`), each its own table and directory:
+MATCH_CURRENCIES = ("env_steps", "policy_evals")
+MATCHED_REGIMES = {"env_steps": "matched", "policy_evals": "matched-policy-evals"}  # currency -> table regime
+MATCHED_COUNTERS = {"matched": "total_env_steps", "matched-policy-evals": "total_policy_evals"}  # the total matched
+
+
+def is_matched(regime: str) -> bool:
+    """Whether `regime` is a matched regime's table (`matched`, `matched-policy-evals`)."""
+    return regime in MATCHED_COUNTERS
+
+
+def table_regimes(regimes, match_on=None) -> list:
+    """The regimes a sweep's tables and directories have: its `regimes`, with `matched` replaced by
+    the matched regime of each currency in `match_on` (`MATCHED_REGIMES`; None: `env_steps` alone)."""
+    out = []
+    for regime in regimes:
+        out += [MATCHED_REGIMES[c] for c in (match_on or ("env_steps",))] if regime == "matched" else [regime]
+    return out
 
 
 def regime_meaning(regime: str) -> str:
@@ -68,11 +88,12 @@ def seed_measures(rows: list) -> dict:
 
     `final_success`: greedy success at the last evaluation; `average_success`: greedy success
     averaged over the evaluations after the start (all of them if there is only the start);
-    `main_episodes`, `total_env_steps`: the ledger at the last evaluation. Float arrays `[N]`,
-    plus `seeds` (the seed indices).
+    `main_episodes`, `total_env_steps`, `total_policy_evals`: the ledger at the last evaluation.
+    Float arrays `[N]`, plus `seeds` (the seed indices).
     """
     seeds = sorted({r["seed_index"] for r in rows})
-    out = {"seeds": seeds, "final_success": [], "average_success": [], "main_episodes": [], "total_env_steps": []}
+    out = {"seeds": seeds, "final_success": [], "average_success": [], "main_episodes": [], "total_env_steps": [],
+           "total_policy_evals": []}
     for seed in seeds:
         mine = sorted((r for r in rows if r["seed_index"] == seed), key=lambda r: r["eval_index"])
         trained = [r for r in mine if r["eval_index"] > 0] or mine
@@ -80,7 +101,30 @@ def seed_measures(rows: list) -> dict:
         out["average_success"].append(float(np.mean([r["success_greedy"] for r in trained])))
         out["main_episodes"].append(mine[-1].get("main_episodes", 0))
         out["total_env_steps"].append(mine[-1].get("total_env_steps", 0))
+        out["total_policy_evals"].append(mine[-1].get("total_policy_evals", 0))
     return {k: (v if k == "seeds" else np.asarray(v, np.float64)) for k, v in out.items()}
+
+
+FAMILY_PREFIX = "success_greedy/"  # metrics rows of a run evaluated on several families: `<metric>/<family>`
+
+
+def evaluation_families(rows: list) -> list:
+    """The evaluation families of metrics `rows`, in order of first appearance (`[]` when the run
+    was evaluated on one family: its keys carry no family)."""
+    found: dict = {}
+    for row in rows:
+        for key in row:
+            if key.startswith(FAMILY_PREFIX):
+                found.setdefault(key[len(FAMILY_PREFIX):], None)
+    return list(found)
+
+
+def family_rows(rows: list, family: str) -> list:
+    """Metrics `rows` with each metric of `family` (`<metric>/<family>`) in the place of its mean
+    over families (`<metric>`): every measure built on `success_greedy` is then that family's."""
+    suffix = f"/{family}"
+    return [{**row, **{key[: -len(suffix)]: value for key, value in row.items() if key.endswith(suffix)}}
+            for row in rows]
 
 
 def before_file_operation(kind: str, path: str) -> None:

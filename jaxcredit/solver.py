@@ -36,6 +36,13 @@ from jaxcredit.env import Environment
 from jaxcredit.validation import require_int
 
 POLICIES = ("uniform", "optimal", "soft")
+# Tie-breaks of the optimal reference policy (`tie_broken_values`): `none` keeps Q*; `fastest` and
+# `discount` lower each action's value by a small amount that grows with the turns its value needs.
+TIE_BREAKS = ("none", "fastest", "discount")
+VALUE_TOLERANCE = 1e-6  # values closer than this are tied (jaxcredit.objectives.TIE_TOLERANCE)
+FASTEST_STEP = 1e-5  # `fastest`: the value given up per turn needed (10x VALUE_TOLERANCE)
+DISCOUNT_SCALE = 1e-2  # `discount`: the share of `Q* - Q_γ` subtracted
+DEFAULT_TIE_BREAK_DISCOUNT = 0.9
 # The soft backup's default temperature, in units of success probability (values lie in [0, 1]).
 # On default MAD it makes the Boltzmann policy good but imperfect (start value 0.31, against 1 for
 # the optimal policy and 0.01 for the uniform one), so its credit is informative on most steps; at
@@ -235,6 +242,90 @@ def _soft_v(graph: Graph, *, horizon: int, temperature: float) -> jax.Array:
         return jnp.where(any_legal, v, v_prev)
 
     return _induct(turn, graph, None, horizon=horizon)
+
+
+def turns_needed(q: jax.Array, *, tolerance: float = VALUE_TOLERANCE) -> jax.Array:
+    """int32 `[T + 1, S, A]`: for each entry of `q` `[T + 1, S, A]` (first axis turns left), the
+    fewest turns left `t' <= t` at which the same action is still worth its value,
+    `min {t' <= t : q[t', s, a] >= q[t, s, a] - tolerance}`. Under the optimal values, an action
+    that wins for sure has `turns_needed` equal to the steps of its fastest win (that action
+    included); a worthless action has 0. One `[T + 1, S, A]` comparison per row (`lax.map`)."""
+    q = jnp.asarray(q)
+    rows = jnp.arange(q.shape[0], dtype=jnp.int32)
+
+    def first_row_reaching(t):
+        reaching = (q >= q[t][None] - tolerance) & (rows <= t)[:, None, None]
+        return jnp.argmax(reaching, axis=0).astype(jnp.int32)  # row t itself always reaches
+
+    return jax.lax.map(first_row_reaching, rows)
+
+
+def _discounted_optimal_q(graph: Graph, *, horizon: int, discount) -> jax.Array:
+    """float32 `[T + 1, S, A]`: `Q_γ`, the optimal backup with every continuation multiplied by γ."""
+    any_legal = graph.legal.any(axis=-1)
+
+    def turn(q, v_prev, _):
+        return jnp.where(any_legal, jnp.max(jnp.where(graph.legal, q, -jnp.inf), axis=-1), v_prev)
+
+    def backup(v_prev):
+        return graph.reward + discount * jnp.where(graph.terminal, 0.0, jnp.take(v_prev, graph.next_position, axis=-1))
+
+    def body(v_prev, _):
+        v = turn(backup(v_prev), v_prev, None)
+        return v, v
+
+    zero = jnp.zeros(graph.valid.shape, jnp.float32)
+    _, v = jax.lax.scan(body, zero, None, length=horizon)
+    v = jnp.concatenate([zero[None], v])
+    return jnp.concatenate([jnp.zeros((1,) + graph.legal.shape, jnp.float32), jax.vmap(backup)(v[:-1])])
+
+
+def check_tie_break(tie_break: str, discount=DEFAULT_TIE_BREAK_DISCOUNT) -> tuple[str, float]:
+    """`(tie_break, discount)` if `tie_break` is one of `TIE_BREAKS` and `discount` a number in
+    (0, 1); else `ValueError` (`discount` is checked only for `tie_break="discount"`)."""
+    if not isinstance(tie_break, str) or tie_break not in TIE_BREAKS:
+        raise ValueError(f"unknown tie-break {tie_break!r}; choices: {', '.join(TIE_BREAKS)}")
+    if tie_break == "discount":
+        ok = isinstance(discount, (int, float)) and not isinstance(discount, bool)
+        if not ok or not 0 < discount < 1:
+            raise ValueError(f"the discount tie-break needs a discount in (0, 1), got {discount!r}")
+    return tie_break, float(discount)
+
+
+def tie_broken_values(graph: Graph, values: Values, *, tie_break: str, horizon: int,
+                      discount: float = DEFAULT_TIE_BREAK_DISCOUNT) -> Values:
+    """The optimal `values` (`Q*`, `V*`; `v [T + 1, S]`, `q [T + 1, S, A]`) with ties broken toward
+    the fastest win, for the argmax of whoever reads them (greedy play, the `hard` and `pairwise`
+    objectives' labels).
+
+    With spare turns (and an UNDO), most legal actions tie at `Q* = 1`: a step back, a wrong
+    submission or a detour still leaves time to win. The tie-breaks lower each action's value a
+    little, more the longer its value takes:
+
+    - `none`: `values` unchanged.
+    - `fastest`: `Q*[t, s, a] - FASTEST_STEP * turns_needed(Q*)[t, s, a]` (1e-5 a turn): the
+      order is lexicographic on `(Q*, -turns needed)` wherever distinct values of `Q*` differ by
+      more than `1e-5 T` (always, when values are 0 or 1).
+    - `discount`: `Q* - DISCOUNT_SCALE (Q* - Q_γ)` (1% of the gap), `Q_γ` the optimal backup
+      with a per-turn `discount` γ on continuations: a win in k steps is worth `γ^(k-1)` there.
+      Wins one turn apart stay more than `VALUE_TOLERANCE` apart up to about 60 steps at γ = 0.9.
+
+    `V` is the best legal tie-broken Q (a position without legal actions keeps `values.v`). Both
+    shifts are below 1% (`fastest`: `1e-5 T`), so advantages built on these values are those of
+    `Q*` up to that shift. Greedy play on the result wins from every position with `V* = 1` in
+    the fewest turns, and every action tied at its best value makes progress (tested).
+    """
+    tie_break, discount = check_tie_break(tie_break, discount)
+    horizon = check_horizon(horizon)
+    if tie_break == "none":
+        return values
+    if tie_break == "fastest":
+        q = values.q - FASTEST_STEP * turns_needed(values.q).astype(jnp.float32)
+    else:
+        q = values.q - DISCOUNT_SCALE * (values.q - _discounted_optimal_q(graph, horizon=horizon, discount=discount))
+    best = jnp.max(jnp.where(graph.legal, q, -jnp.inf), axis=-1)
+    v = jnp.where(graph.legal.any(axis=-1), best, values.v)
+    return Values(v=v.at[0].set(0.0), q=q.at[0].set(0.0))
 
 
 def evaluate_policy(graph: Graph, policy_probs: jax.Array, *, horizon: int) -> Values:

@@ -33,15 +33,18 @@ from jaxcredit.env import Environment
 from jaxcredit.policy_fn import PolicyFn, action_probabilities
 from jaxcredit.solver import (
     DEFAULT_TEMPERATURE,
+    DEFAULT_TIE_BREAK_DISCOUNT,
     POLICIES,
     Graph,
     Values,
     build_graph,
     check_horizon,
+    check_tie_break,
     evaluate_policy,
     positions_reached,
     solve_graph,
     start_position,
+    tie_broken_values,
 )
 
 REFERENCE_POLICIES = ("network",) + POLICIES
@@ -206,11 +209,14 @@ def network_policy_probs(env: Environment, problem: Any, graph: Graph, policy_fn
 def reference_values(env: Environment, problem: Any, *, policy: str, horizon: int | None = None,
                      policy_fn: PolicyFn | None = None, params: Any = None,
                      temperature: float = DEFAULT_TEMPERATURE, graph: Graph | None = None,
-                     start: jax.Array | None = None, chunk_size: int = NETWORK_CHUNK) -> tuple[Values, jax.Array]:
+                     start: jax.Array | None = None, chunk_size: int = NETWORK_CHUNK, tie_break: str = "none",
+                     tie_break_discount: float = DEFAULT_TIE_BREAK_DISCOUNT) -> tuple[Values, jax.Array]:
     """`(values, policy_evals)`: exact values of one problem under the reference `policy`.
 
     `policy` is `"network"` (`policy_fn` with `params`, see `network_policy_probs`) or one of
-    `solver.POLICIES` (`temperature` for `"soft"`). `horizon` defaults to `env.max_turns`;
+    `solver.POLICIES` (`temperature` for `"soft"`). `tie_break` (`solver.TIE_BREAKS`; not `"none"`
+    for `"optimal"` only, with `tie_break_discount` for `"discount"`) breaks the optimal values'
+    ties toward the fastest win (`solver.tie_broken_values`). `horizon` defaults to `env.max_turns`;
     `graph` is built unless given; `start` (int32 `[]`) defaults to the problem's start
     position: under `"network"` values are the network's only at positions reached from it.
     Returns `Values` (`v [T + 1, S]`, `q [T + 1, S, A]`) and the network evaluations done,
@@ -218,10 +224,16 @@ def reference_values(env: Environment, problem: Any, *, policy: str, horizon: in
     """
     if policy not in REFERENCE_POLICIES:
         raise ValueError(f"unknown reference policy {policy!r}; choices: {', '.join(REFERENCE_POLICIES)}")
+    tie_break, tie_break_discount = check_tie_break(tie_break, tie_break_discount)
+    if tie_break != "none" and policy != "optimal":
+        raise ValueError(f"tie-break {tie_break!r} breaks ties of the optimal values; "
+                         f"the reference policy is {policy!r}")
     horizon = check_horizon(env.max_turns if horizon is None else horizon)
     graph = build_graph(env, problem) if graph is None else graph
     if policy != "network":
-        return solve_graph(graph, policy=policy, horizon=horizon, temperature=temperature), jnp.zeros((), jnp.int32)
+        values = solve_graph(graph, policy=policy, horizon=horizon, temperature=temperature)
+        values = tie_broken_values(graph, values, tie_break=tie_break, horizon=horizon, discount=tie_break_discount)
+        return values, jnp.zeros((), jnp.int32)
     if policy_fn is None:
         raise ValueError("reference policy 'network' needs policy_fn (and its params)")
     start = start_position(env, problem) if start is None else start

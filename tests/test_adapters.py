@@ -19,7 +19,7 @@ SMALL_MAD = {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "ma
 def test_versioned_ids_make_the_same_environments():
     assert make("MAD-v0") == make("mad") and make("Arithmetic-v0", count=3) == make("arithmetic", count=3)
     assert set(ENVIRONMENT_IDS.values()) == set(ENVIRONMENTS)
-    ids = "MAD-v0, Arithmetic-v0, Routine-v0, mad"
+    ids = "MAD-v0, Arithmetic-v0, Routine-v0, Umbrella-v0, mad"
     with pytest.raises(ValueError, match=f"unknown environment 'MAD-v9'; choices: {ids}"):
         make("MAD-v9")
     with pytest.raises(ValueError, match="unknown mad config field.*colour"):
@@ -43,12 +43,13 @@ def test_encodings_hand_computed():
 def test_step_or_restart_equals_step_then_select(name):
     """The fused restart equals `tree_select(done, init_problem(next), step(state, action))` on
     every leaf, over random legal, illegal and out-of-range actions of 256 episodes."""
-    small = {"mad": SMALL_MAD, "routine": {"horizon": 4, "failure": "probabilistic"}}
+    small = {"mad": SMALL_MAD, "routine": {"horizon": 4, "failure": "probabilistic"},
+             "umbrella": {"chain_length": 3, "n_distractor": 2}}
     env = make(name, **small.get(name, {"count": 3}))
     rng = np.random.default_rng(0)
     if name == "mad":  # host-drawn problems: no compile of the samplers
         problems = np.where(rng.random((512, 3)) < 0.5, rng.integers(0, 2, (512, 3)), BLANK).astype(np.int32)
-    elif name == "routine":
+    elif name in ("routine", "umbrella"):
         problems = jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(0), 512))
     else:
         problems = host_problems("default", 512, 0, count=3)

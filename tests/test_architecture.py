@@ -20,6 +20,7 @@ LAYERS = {
     "agents": ("jaxcredit.agents", {"jaxcredit.envs"}),
     "benchmarks": ("jaxcredit.benchmarks", {"jaxcredit.envs", "jaxcredit.train", "jaxcredit.analysis",
                                             "jaxcredit.agents"}),
+    "suite": ("jaxcredit.suite", {"jaxcredit.envs", "jaxcredit.train", "jaxcredit.analysis"}),
 }
 SUBPACKAGES = {name for name, _ in LAYERS.values() if name != "jaxcredit"}
 MAY_IMPORT_EVERYTHING = {ROOT / "jaxcredit" / "cli.py"}

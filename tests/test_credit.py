@@ -96,7 +96,8 @@ def test_outcome_hand_values_and_uniform_groups_give_zero(mad):
         outcome_advantage(group, group_size=1, baseline="rloo")
     with pytest.raises(ValueError, match="unknown credit arm 'vine'"):
         credit_arm("vine")
-    assert set(credit_names()) >= {"outcome", "mc", "exact", "solver", "anchor", "critic", "predictor"}
+    assert set(credit_names()) >= {"outcome", "mc", "exact", "solver", "anchor", "critic", "predictor",
+                                   "progress-soft", "progress-hard", "progress-model"}
 
 
 def test_anchor_hand_computed(small_mad):

@@ -19,7 +19,8 @@ TINY_MAD = {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max
 P, G = 2, 2  # problems, attempts per problem
 VARIANTS = [("outcome", {}), ("anchor", {}), ("mc", {"variant": "td", "continuations": 2}),
             ("mc", {"variant": "q", "continuations": 2}), ("exact", {}), ("solver", {"policy": "soft"}),
-            ("critic", {"label_states": 4, "continuations": 2})]  # the arms' options (`credit_options`)
+            ("critic", {"label_states": 4, "continuations": 2}),
+            ("progress-hard", {"continuations": 2})]  # the arms' options (`credit_options`)
 # `predictor` charges its dataset once, before training, not per call: tests/test_predictor.py
 
 
@@ -42,8 +43,9 @@ def batch():
 
 
 def test_registry_names_accounts_and_label_free_arms():
-    assert credit_names()[:7] == ("outcome", "mc", "exact", "solver", "anchor", "critic", "predictor")
-    assert label_free_credits()[:2] == ("outcome", "anchor")
+    assert credit_names()[:10] == ("outcome", "mc", "exact", "solver", "anchor", "critic", "predictor",
+                                   "progress-soft", "progress-hard", "progress-model")
+    assert label_free_credits()[:3] == ("outcome", "anchor", "progress-model")
     assert {arm.account for arm in CREDIT_ARMS.values()} <= set(ACCOUNTS) | {None}
     assert [name for name, arm in CREDIT_ARMS.items() if arm.enumerates] == ["exact", "solver"]
 
@@ -59,7 +61,7 @@ def test_every_arm_gives_advantages_and_charges_its_account(batch, name, fields)
     advantage = np.asarray(result.advantage)
     assert advantage.shape == (P * G, env.max_turns) and advantage.dtype == np.float32
     assert np.isfinite(advantage).all() and not advantage[~np.asarray(trajectory.live)].any()
-    assert (result.critic_batch is not None) == (name == "critic")
+    assert (result.critic_batch is not None) == (name in ("critic", "progress-model"))
     assert set(result.charge) == ({arm.account} if arm.account else set())
     for counts in result.charge.values():
         assert int(counts.env_steps) > 0

@@ -27,7 +27,8 @@ from tests.conftest import TINY_TRAIN
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "docs" / "examples" / "sign_outcome.py"
-BUILT_IN = ("outcome", "mc", "exact", "solver", "anchor", "critic", "predictor")
+BUILT_IN = ("outcome", "mc", "exact", "solver", "anchor", "critic", "predictor", "progress-soft", "progress-hard",
+            "progress-model")
 
 
 @pytest.fixture(scope="module")
@@ -48,10 +49,14 @@ def _sets(fields: dict) -> list:
 
 
 def test_train_config_has_no_arm_prefixed_fields():
-    prefixes = tuple(f"{name}_" for name in BUILT_IN)
+    prefixes = tuple(f"{part}_" for name in BUILT_IN for part in {name, name.split("-")[0]})
     assert [f for f in FIELDS if f.startswith(prefixes)] == []
     assert not set(FIELDS) & legacy_field_names()
-    assert "credit_options" in FIELDS and "outcome_baseline" in legacy_field_names()
+    # the arm-specific settings of every built-in arm are options, their old flat names read as legacy
+    arm_specific = {"outcome_baseline", "solver_tie_break", "solver_tie_break_discount", "replacement",
+                    "progress_continuations", "critic_coef"}
+    assert "credit_options" in FIELDS and arm_specific <= legacy_field_names() and not arm_specific & set(FIELDS)
+    assert {"exact", "solver", "mc"} == {n for n, arm in CREDIT_ARMS.items() if "replacement" in arm.option_names}
 
 
 def test_options_are_checked_where_the_arm_defines_them():
@@ -83,8 +88,8 @@ def test_an_old_config_json_reads_round_trips_and_names_the_new_spelling():
     config = config_from_dict(old)
     assert config.credit_options == McOptions(variant=old["mc_variant"], continuations=2)
     written = config.to_dict()
-    assert not set(written) & legacy_field_names() and written["credit_options"] == {"variant": "td",
-                                                                                        "continuations": 2}
+    assert not set(written) & legacy_field_names() and written["credit_options"] == {
+        "variant": "td", "continuations": 2, "replacement": "on-policy"}
     assert config_from_dict(json.loads(json.dumps(written))) == config
     with pytest.raises(ValueError, match=re.escape("mc_continuations -> credit_options.continuations (credit 'mc')")):
         config_from_dict({"credit": "mc", "mc_continuations": 2}, legacy=False)

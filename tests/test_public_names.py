@@ -26,7 +26,8 @@ def test_every_train_config_field_is_documented_in_order():
 
 @pytest.mark.parametrize("name", sorted(ENVIRONMENTS))
 def test_environment_config_is_its_fields_and_rebuilds_it(name):
-    field = "horizon" if name == "routine" else "max_turns"  # routine's turn limit is its horizon
+    # routine's turn limit is its horizon, umbrella's its chain length
+    field = {"routine": "horizon", "umbrella": "chain_length"}.get(name, "max_turns")
     env = make(name, **{field: 9})
     config = env.config()
     assert "name" not in config and config[field] == 9 and env.max_turns == 9 and type(env).name == name == env.name
@@ -59,7 +60,7 @@ def test_an_unknown_credit_is_one_line_naming_the_registered_arms(tmp_path, caps
     assert main(["train", "--credit", "nope", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert err == ("jaxcredit: error: config.credit: unknown value 'nope'; choices: outcome, mc, exact, solver, "
-                   "anchor, critic, predictor\n")
+                   "anchor, critic, predictor, progress-soft, progress-hard, progress-model\n")
     assert not (tmp_path / "x").exists()
 
 

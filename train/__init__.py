@@ -3,28 +3,36 @@
 from jaxcredit.train.backends import BACKENDS, run_cells
 from jaxcredit.train.config import TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training, summarize
+from jaxcredit.train.gate import GATE_THRESHOLD, gate_config, run_gate
 from jaxcredit.train.loop import Trainer, TrainState, make_train
 from jaxcredit.train.matched import run_matched
 from jaxcredit.train.presets import PRESETS, get_preset
 from jaxcredit.train.rundir import RunDir
 from jaxcredit.train.sweep import SweepSpec, format_table, run_sweep, sweep_table
+from jaxcredit.train.tuning import choose_point, tune_points, tuning_record
 
 __all__ = [
     "BACKENDS",
+    "GATE_THRESHOLD",
     "PRESETS",
     "RunDir",
     "SweepSpec",
     "TrainConfig",
     "TrainState",
     "Trainer",
+    "choose_point",
     "config_from_dict",
     "format_table",
+    "gate_config",
     "get_preset",
     "make_train",
     "run_cells",
+    "run_gate",
     "run_matched",
     "run_sweep",
     "run_training",
     "summarize",
     "sweep_table",
+    "tune_points",
+    "tuning_record",
 ]

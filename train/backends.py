@@ -31,8 +31,9 @@ BACKENDS = ("local", "ray")
 class Cell(NamedTuple):
     """One sweep cell to run: its key (e.g. `(regime, arm)`), config, run directory and resume flag.
 
-    `targets` (`{label_arm: [total env steps per seed]}`) makes it a matched-regime cell, run by
-    `jaxcredit.train.matched.run_matched` (its result is then `{label_arm: summary}`).
+    `targets` (`{label_arm: [total per seed]}`, in the currency `match_on`: `env_steps` or
+    `policy_evals`) makes it a matched-regime cell, run by `jaxcredit.train.matched.run_matched`
+    (its result is then `{label_arm: summary}`).
     """
 
     key: tuple
@@ -42,6 +43,7 @@ class Cell(NamedTuple):
     label: str
     targets: dict | None = None
     log: tuple = ()  # tracking backends (`jaxcredit.tracking`)
+    match_on: str = "env_steps"
 
 
 def run_cell(cell: Cell, *, progress: bool = True):
@@ -52,7 +54,7 @@ def run_cell(cell: Cell, *, progress: bool = True):
             from jaxcredit.train.matched import run_matched
 
             return run_matched(cell.config, cell.out, targets=cell.targets, resume=cell.resume, progress=progress,
-                               label=cell.label, log=cell.log)
+                               label=cell.label, log=cell.log, match_on=cell.match_on)
         return run_training(cell.config, cell.out, resume=cell.resume, progress=progress, label=cell.label,
                             log=cell.log)
 

@@ -28,7 +28,7 @@ from jaxcredit.objectives import OBJECTIVES
 from jaxcredit.validation import INT32_MAX, require_float, require_int
 
 LOSS_NORMALISATIONS = ("step", "sequence")
-BUDGET_COUNTERS = ("main_episodes", "total_env_steps")
+BUDGET_COUNTERS = ("main_episodes", "total_env_steps", "total_policy_evals")
 MAX_BUDGET = 2**31 - 1  # the ledger's int32 counters
 
 
@@ -41,7 +41,8 @@ class TrainConfig:
       env_overrides: environment configuration fields replacing its defaults (a JSON object; kept
         as sorted `(field, value)` pairs), e.g. `{"length": 5}`.
       credit: the credit arm, a registered name (`jaxcredit.arm_registry.credit_names()`: outcome, mc,
-        exact, solver, anchor, critic, predictor, and any a plugin registers).
+        exact, solver, anchor, critic, predictor, progress-soft, progress-hard, progress-model, and any
+        a plugin registers).
       credit_options: the arm's options, an instance of its `options` class (`CREDIT_ARMS[credit].options`;
         None: its defaults), written in `config.json` as a JSON object; a dict sets some of them
         over the defaults, and `credit_options.NAME` (in `config_from_dict` or `--set`) sets one.
@@ -63,7 +64,9 @@ class TrainConfig:
       num_layers: the policy network's Transformer blocks.
       num_heads: the policy network's attention heads (must divide `d_model`).
       mlp_dim: the hidden width of each block's MLP.
-      budget_counter: the ledger counter the budget is counted in: `main_episodes` or `total_env_steps`.
+      budget_counter: the ledger counter the budget is counted in: `main_episodes`, `total_env_steps` or
+        `total_policy_evals` (policy forward passes over every account; the matched regime's
+        `match_on: policy_evals`).
       budget: the run ends once `ledger[budget_counter] >= budget` (checked after every iteration).
       num_evals: evaluations during the run, one each time the counter crosses another `budget / num_evals`
         (plus one before training).
@@ -190,6 +193,11 @@ class TrainConfig:
         except (TypeError, ValueError) as error:
             raise ValueError(f"config.env_overrides: {error}") from None
         env.evaluation_families(self.eval_families)  # raises ValueError naming a family it does not have
+        for family in self.eval_families:  # its values must fit the observation (arithmetic's bound)
+            env.check_family(family, label="config.eval_families")
+        arm = credit_arm(self.credit)
+        if arm.check_environment is not None:  # e.g. the null replacement needs a null action
+            arm.check_environment(self.credit_options, env)
 
     @property
     def episodes_per_iteration(self) -> int:

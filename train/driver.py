@@ -44,7 +44,7 @@ from jaxcredit import rundir_io
 from jaxcredit.arm_registry import credit_arm
 from jaxcredit.checkpoint import save_policy
 from jaxcredit.ledger import ledger_to_dict
-from jaxcredit.rundir_io import RunLock, check_writable_dir, seed_measures
+from jaxcredit.rundir_io import RunLock, check_writable_dir, evaluation_families, family_rows, seed_measures
 from jaxcredit.sharding import batch_mesh
 from jaxcredit.tracking import check_trackers, open_trackers
 from jaxcredit.train.config import MAX_BUDGET, TrainConfig, config_from_dict
@@ -108,7 +108,8 @@ def _programs(program_config: TrainConfig):
 def compiled_programs(config: TrainConfig):
     """`(init, segment, evaluate)`, jitted and vmapped over seeds, shared by every config that
     differs only in budget, seeds or evaluation schedule (so every regime of an arm compiles once).
-    `segment(state, main_episodes_limit, total_env_steps_limit)` takes int32 `[N]` limits."""
+    `segment(state, main_episodes_limit, total_env_steps_limit, total_policy_evals_limit)` takes int32
+    `[N]` limits."""
     program = dataclasses.replace(config, budget=1, budget_counter="main_episodes", num_evals=1,
                                   num_seeds=1, seed=0)
     return _programs(program)
@@ -135,8 +136,10 @@ def _metric_rows(eval_index: int, metrics: dict, state) -> list[dict]:
 def summarize(rows: list[dict], num_seeds: int) -> dict:
     """Per seed: the comparison's measures (`jaxcredit.rundir_io.seed_measures`: final and
     average greedy success, the final ledger) plus the initial and final sampled success and the
-    iterations run; and the means over seeds."""
+    iterations run, and, for a run evaluated on several families, each family's final and average
+    greedy success (`by_family`); and the means over seeds."""
     measures = seed_measures(rows)
+    by_family = {family: seed_measures(family_rows(rows, family)) for family in evaluation_families(rows)}
     per_seed = []
     for k, i in enumerate(measures["seeds"]):
         mine = sorted((r for r in rows if r["seed_index"] == i), key=lambda r: r["eval_index"])
@@ -148,7 +151,11 @@ def summarize(rows: list[dict], num_seeds: int) -> dict:
             "final_success_sampled": mine[-1]["success_sampled"],
             "iterations": mine[-1]["iteration"],
             "total_env_steps": int(measures["total_env_steps"][k]),
+            "total_policy_evals": int(measures["total_policy_evals"][k]),
             "main_episodes": int(measures["main_episodes"][k]),
+            **({"by_family": {family: {"final_success": float(m["final_success"][k]),
+                                       "average_success": float(m["average_success"][k])}
+                              for family, m in by_family.items()}} if by_family else {}),
         })
     if len(per_seed) != num_seeds:
         raise ValueError(f"metrics hold {len(per_seed)} seeds, expected {num_seeds}")

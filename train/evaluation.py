@@ -35,10 +35,17 @@ EvalSets = dict  # family name -> problem pytree with leaves [E, ...]
 def _held_out(env: Environment, config, family: str | None, n: int, split: int, *, seed: int):
     """n problems of `family` in `split` (the environment's own stream, `Environment.problem_stream`),
     or, with `holdout_fraction = 0`, n of the whole space (`Environment.problem_sample`; they
-    overlap the training stream)."""
+    overlap the training stream), checked on the host against the environment's bounds
+    (`Environment.check_problems`): the evaluation traces `init_problem`, which cannot check a
+    traced problem."""
     if config.holdout_fraction == 0:
-        return env.problem_sample(family, n, seed)
-    return first_in_split(env, env.problem_stream(family, seed), n, split, holdout_fraction=config.holdout_fraction)
+        problems = env.problem_sample(family, n, seed)
+    else:
+        problems = first_in_split(env, env.problem_stream(family, seed), n, split,
+                                  holdout_fraction=config.holdout_fraction)
+    name = "evaluation" if split == EVALUATION else "validation"
+    env.check_problems(problems, label=f"{name} set" + (f" of family {family!r}" if family else ""))
+    return problems
 
 
 def evaluation_sets(env: Environment, config) -> EvalSets:
@@ -90,8 +97,8 @@ def make_evaluate(env: Environment, policy_fn: PolicyFn, eval_sets: EvalSets, *,
         refused = jnp.sum(sampled.live & sampled.next_states().rejected)
         chosen_types = type_one_hot[sampled.action] * live[..., None]  # [E, T, types]
         out = {
-            "success_greedy": jnp.mean(best.episode_return > 0),
-            "success_sampled": jnp.mean(sampled.episode_return > 0),
+            "success_greedy": jnp.mean(env.episode_success(best.final_state, best.episode_return)),
+            "success_sampled": jnp.mean(env.episode_success(sampled.final_state, sampled.episode_return)),
             "episode_length": jnp.mean(sampled.final_state.turn.astype(jnp.float32)),
             "refusal_rate": refused / num_live,
         }
@@ -102,7 +109,7 @@ def make_evaluate(env: Environment, policy_fn: PolicyFn, eval_sets: EvalSets, *,
     def greedy_success(params: Any, problems) -> jax.Array:
         starts = jax.vmap(env.init_problem)(problems)
         best, _ = rollout(env, greedy(policy_fn), params, starts, key, num_turns=env.max_turns)
-        return jnp.mean(best.episode_return > 0).astype(jnp.float32)
+        return jnp.mean(env.episode_success(best.final_state, best.episode_return)).astype(jnp.float32)
 
     def evaluate(params: Any) -> dict:
         per_family = {family: one_family(params, problems) for family, problems in eval_sets.items()}

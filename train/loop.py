@@ -61,7 +61,8 @@ class Trainer:
     """The pure functions of one configuration. Build with `make_train(config)`.
 
     `init(seed) -> TrainState`, `iterate(state) -> state`, `run_until(state, main_episodes_limit,
-    total_env_steps_limit) -> state` (iterate while the ledger is below both), `evaluate(params) -> metrics`,
+    total_env_steps_limit, total_policy_evals_limit) -> state` (iterate while the ledger is below all
+    three), `evaluate(params) -> metrics`,
     `train(seed) -> (state, metrics [num_evals + 1])`: the whole run, evaluating before training
     and at each `budget * j / num_evals`. All are jittable and vmappable over `seed`.
     """
@@ -168,9 +169,9 @@ class Trainer:
         return state.replace(params=params, opt_state=opt_state, ledger=ledger, iteration=state.iteration + 1,
                              last_iteration_env_steps=ledger.total_env_steps - state.ledger.total_env_steps)
 
-    def run_until(self, state: TrainState, main_episodes_limit: jax.Array,
-                  total_env_steps_limit: jax.Array) -> TrainState:
-        """Iterate while the ledger is below both limits (int32 `[]`; pass `MAX_COUNT` for no limit).
+    def run_until(self, state: TrainState, main_episodes_limit: jax.Array, total_env_steps_limit: jax.Array,
+                  total_policy_evals_limit: jax.Array) -> TrainState:
+        """Iterate while the ledger is below all three limits (int32 `[]`; pass `MAX_COUNT` for no limit).
 
         The limits are arguments, not configuration, so one compiled program serves every
         budget and every regime (the driver vmaps them with the seeds: one limit per seed).
@@ -178,18 +179,18 @@ class Trainer:
         stopped: stopping at more limits on the way changes nothing after them.
         """
         def below(s):
-            return (s.ledger.main_episodes < main_episodes_limit) & (s.ledger.total_env_steps < total_env_steps_limit)
+            return ((s.ledger.main_episodes < main_episodes_limit) & (s.ledger.total_env_steps < total_env_steps_limit)
+                    & (s.ledger.total_policy_evals < total_policy_evals_limit))
 
         return jax.lax.while_loop(below, self.iterate, state)
 
-    def limits(self, threshold) -> tuple[jax.Array, jax.Array]:
-        """`(main_episodes_limit, total_env_steps_limit)` for a budget-counter `threshold` (an int,
-        or int `[N]`: one per seed; the other limit is `MAX_COUNT`, of the same shape)."""
+    def limits(self, threshold) -> tuple[jax.Array, jax.Array, jax.Array]:
+        """`(main_episodes_limit, total_env_steps_limit, total_policy_evals_limit)` for a budget-counter
+        `threshold` (an int, or int `[N]`: one per seed; the other limits are `MAX_COUNT`, of the same shape)."""
         threshold = jnp.asarray(threshold, jnp.int32)
         no_limit = jnp.full(threshold.shape, MAX_COUNT, jnp.int32)
-        if self.config.budget_counter == "main_episodes":
-            return threshold, no_limit
-        return no_limit, threshold
+        order = ("main_episodes", "total_env_steps", "total_policy_evals")
+        return tuple(threshold if counter == self.config.budget_counter else no_limit for counter in order)
 
     def evaluate(self, params: Any) -> dict:
         """Metrics of `params` on the fixed evaluation sets and the validation set (see `train.evaluation`)."""
@@ -207,7 +208,7 @@ class Trainer:
             return state, (self.evaluate(state.params), state.ledger)
 
         limits = [self.limits(t) for t in self.thresholds()]
-        limits = (jnp.stack([m for m, _ in limits]), jnp.stack([s for _, s in limits]))
+        limits = tuple(jnp.stack(column) for column in zip(*limits))
         state, rest = jax.lax.scan(segment, state, limits)
         stacked = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a[None], b]), first, rest)
         return state, stacked
@@ -373,7 +374,7 @@ class Trainer:
 
 def budget_count(ledger: Ledger, counter: str) -> jax.Array:
     """int32 `[]`: the ledger counter a budget is measured in."""
-    return ledger.total_env_steps if counter == "total_env_steps" else getattr(ledger, counter)
+    return getattr(ledger, counter)  # `total_env_steps` and `total_policy_evals` are the ledger's properties
 
 
 def make_train(config: TrainConfig) -> Trainer:

@@ -1,7 +1,8 @@
 """The matched regime's runs: an arm without label work given exactly a label arm's total spend.
 
 For each label arm X (its `attempts` run, seed i, ended at `T[X][i]` total env steps), a
-label-free arm Y gets a budget of exactly `T[X][i]` total env steps on seed i, evaluated
+label-free arm Y gets a budget of exactly `T[X][i]` total env steps on seed i (with `match_on`
+`policy_evals`: total policy evaluations, everything below in that currency), evaluated
 `num_evals` times evenly over that budget (at `T[X][i] * j // num_evals`), as X was evaluated
 `num_evals` times evenly over its own attempts budget; so "average success across training"
 is computed the same way for both sides.
@@ -25,22 +26,31 @@ import os
 
 import numpy as np
 
+from jaxcredit.rundir_io import MATCH_CURRENCIES
 from jaxcredit.train.config import MAX_BUDGET, TrainConfig
 from jaxcredit.train.driver import run_training, summarize
 from jaxcredit.train.rundir import read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 
 
-def matched_config(config: TrainConfig, targets: dict) -> TrainConfig:
-    """The shared run's config: `config` counted in total env steps, up to the largest target,
-    evaluated at every label arm's `num_evals` points (`len(targets) * num_evals` in all)."""
+def _counter(match_on: str) -> str:
+    """The budget counter of a matched run in currency `match_on`; raises `ValueError` on another."""
+    if match_on not in MATCH_CURRENCIES:
+        raise ValueError(f"match_on: unknown currency {match_on!r}; choices: {', '.join(MATCH_CURRENCIES)}")
+    return f"total_{match_on}"
+
+
+def matched_config(config: TrainConfig, targets: dict, *, match_on: str = "env_steps") -> TrainConfig:
+    """The shared run's config: `config` counted in total env steps (`match_on="policy_evals"`:
+    total policy evaluations), up to the largest target, evaluated at every label arm's
+    `num_evals` points (`len(targets) * num_evals` in all)."""
     largest = max(max(seeds) for seeds in targets.values())
-    return dataclasses.replace(config, budget_counter="total_env_steps", budget=int(min(largest, MAX_BUDGET)),
+    return dataclasses.replace(config, budget_counter=_counter(match_on), budget=int(min(largest, MAX_BUDGET)),
                                num_evals=config.num_evals * len(targets))
 
 
-def view_config(config: TrainConfig, seeds_target: list) -> TrainConfig:
+def view_config(config: TrainConfig, seeds_target: list, *, match_on: str = "env_steps") -> TrainConfig:
     """The config of a separate run matched to one label arm (its per-seed budgets in `matched.json`)."""
-    return dataclasses.replace(config, budget_counter="total_env_steps", budget=int(max(seeds_target)))
+    return dataclasses.replace(config, budget_counter=_counter(match_on), budget=int(max(seeds_target)))
 
 
 def matched_schedule(targets: dict, *, num_seeds: int, num_evals: int) -> tuple[np.ndarray, list]:
@@ -86,11 +96,17 @@ def view_complete(rows: list, stops: list, label_arm: str) -> bool:
                for seed, seed_stops in enumerate(stops))
 
 
-def write_views(config: TrainConfig, out: str, targets: dict, rows: list, *, skip=()) -> dict:
+def _currency(match_on: str) -> dict:
+    """What `matched.json` says of the currency: nothing for `env_steps` (as records always read)."""
+    return {} if match_on == "env_steps" else {"match_on": match_on}
+
+
+def write_views(config: TrainConfig, out: str, targets: dict, rows: list, *, skip=(),
+                match_on: str = "env_steps") -> dict:
     """Write `out/to-<arm>/` for every label arm whose points `rows` (the shared run's metrics so
     far) have all evaluated, except those in `skip`; returns `{arm: summary}` of the views written.
     `config` is the label-free arm's own config (not the shared run's). The view's `summary.json`
-    is written last."""
+    is written last; its `matched.json` names the currency when it is not env steps."""
     _, stops = matched_schedule(targets, num_seeds=config.num_seeds, num_evals=config.num_evals)
     written = {}
     for arm, seeds in targets.items():
@@ -99,11 +115,11 @@ def write_views(config: TrainConfig, out: str, targets: dict, rows: list, *, ski
         mine = view_rows(rows, stops, arm)
         view = os.path.join(out, f"to-{arm}")
         os.makedirs(view, exist_ok=True)
-        write_json_atomic(os.path.join(view, "config.json"), view_config(config, seeds).to_dict())
+        write_json_atomic(os.path.join(view, "config.json"), view_config(config, seeds, match_on=match_on).to_dict())
         write_json_atomic(os.path.join(view, "matched.json"),
                           {"matched_to": arm, "targets": [int(t) for t in seeds], "shared_run": "..",
                            "schedule": [[int(t) * j // config.num_evals for j in range(1, config.num_evals + 1)]
-                                        for t in seeds]})
+                                        for t in seeds], **_currency(match_on)})
         write_jsonl_atomic(os.path.join(view, "metrics.jsonl"), mine)
         written[arm] = summarize(mine, config.num_seeds)
         write_json_atomic(os.path.join(view, "summary.json"), written[arm])
@@ -111,19 +127,22 @@ def write_views(config: TrainConfig, out: str, targets: dict, rows: list, *, ski
 
 
 def run_matched(config: TrainConfig, out: str, *, targets: dict, resume: bool = False, progress: bool = True,
-                label: str | None = None, stop_after_evals: int | None = None, log=()) -> dict:
+                label: str | None = None, stop_after_evals: int | None = None, log=(),
+                match_on: str = "env_steps") -> dict:
     """Run (or resume) label-free `config` matched to every label arm in `targets` into `out`.
 
-    `targets`: `{label_arm: [total env steps of each seed's equal-attempts run]}`. Returns
+    `targets`: `{label_arm: [total of each seed's equal-attempts run]}`, in env steps or, with
+    `match_on="policy_evals"`, in policy evaluations (recorded in `matched.json`). Returns
     `{label_arm: summary}`, each the summary of the view `out/to-<label_arm>/`; each view is
     written once its points are all evaluated, during the run. `stop_after_evals` (tests) stops
     the shared run early, as `run_training`'s does, and returns `{"stopped_after": n}`.
     """
     schedule, stops = matched_schedule(targets, num_seeds=config.num_seeds, num_evals=config.num_evals)
-    shared = matched_config(config, targets)
+    shared = matched_config(config, targets, match_on=match_on)
     matched_path = os.path.join(out, "matched.json")
     record = {"targets": {arm: [int(t) for t in seeds] for arm, seeds in targets.items()},
-              "num_evals_per_target": config.num_evals, "stops": [[list(s) for s in seed] for seed in stops]}
+              "num_evals_per_target": config.num_evals, "stops": [[list(s) for s in seed] for seed in stops],
+              **_currency(match_on)}
     started = os.path.exists(os.path.join(out, "config.json"))
     if resume and started and os.path.exists(matched_path) and read_json(matched_path) != record:
         raise ValueError(f"cannot resume {out}: it was matched to other totals than the label arms' runs now give")
@@ -133,11 +152,11 @@ def run_matched(config: TrainConfig, out: str, *, targets: dict, resume: bool = 
     written = set()
 
     def on_evaluation(rows: list) -> None:
-        written.update(write_views(config, out, targets, rows, skip=written))
+        written.update(write_views(config, out, targets, rows, skip=written, match_on=match_on))
 
     result = run_training(shared, out, resume=resume and started, progress=progress, label=label, schedule=schedule,
                           stop_after_evals=stop_after_evals, on_evaluation=on_evaluation, log=log)
     if stop_after_evals is not None and "stopped_after" in result:
         return result
     # finished: every view (re)written from the final rows
-    return write_views(config, out, targets, read_jsonl(os.path.join(out, "metrics.jsonl")))
+    return write_views(config, out, targets, read_jsonl(os.path.join(out, "metrics.jsonl")), match_on=match_on)

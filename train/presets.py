@@ -11,7 +11,9 @@ makes a study long: its length is the label arms' label work, in outcome iterati
 - `mad-study`: default MAD, outcome vs mc vs exact vs critic, 5 paired seeds.
 - `arithmetic-study`: arithmetic with the legal-action menu, outcome vs `solver-uniform` (credit
   `solver`: exact values under the uniform reference) vs `exact-policy` (credit `exact`: exact
-  values under the current policy) vs `solver-optimal`, evaluated on every family; plus the three
+  values under the current policy) vs `solver-optimal`, evaluated per family on the families
+  within the environment's bound (`default`, `small_targets`, `multiplication`; numbers up to 9);
+  plus the three
   value-target objectives on the same uniform-reference values as `solver-uniform` (`dense-uniform`,
   `pairwise-uniform`, `hard-uniform`: credit `solver`, `objective` dense / pairwise / hard; see
   `jaxcredit.objectives`), so they differ from `solver-uniform` only in the loss: the same labels at
@@ -22,14 +24,24 @@ makes a study long: its length is the label arms' label work, in outcome iterati
   decisions), outcome vs exact vs mc at each, 3 paired seeds; regimes `attempts` and `fixed-steps`
   only (every arm the same total env steps: the matched-cost comparison). No `matched` regime: it
   would pair every label-free arm with every label arm, across densities. See docs/density.md.
+- `mad-study-tuned`: `mad-study` with every arm tuned first on one grid (`EQUAL_TUNING`: learning
+  rate {3e-4, 1e-3, 3e-3} x entropy bonus {0, 0.01}, outcome also on its baseline {grpo, rloo}),
+  chosen on the validation set at the attempts budget on 3 tuning seeds of their own
+  (`jaxcredit.train.tuning`), and the matched regime in both currencies (env steps and policy
+  evaluations). Tuning is 30 runs of 3 seeds at 40,000 attempts; not yet run, so no time measured.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 from jaxcredit.train.sweep import SweepSpec
 
 _SMALL_MAD = {"length": 5, "num_tokens": 4, "min_useful": 1, "max_useful": 2, "max_turns": 8}
 DENSITY_STUDY_DENSITIES = (0.125, 0.25, 0.5, 1.0)
+# the families whose numbers the default environment's bound covers (numbers up to 9, 4 digits): large_values
+# (numbers 10-99) would need max_number 99, and it is refused here (jaxcredit.envs.Arithmetic.check_family)
+ARITHMETIC_STUDY_FAMILIES = ("default", "small_targets", "multiplication")
 _UNIFORM_VALUES = {"credit": "solver", "credit_options.policy": "uniform"}
 _DENSITY_CREDITS = {"outcome": {"credit": "outcome"}, "exact": {"credit": "exact"},
                     "mc": {"credit": "mc", "credit_options.continuations": 2}}
@@ -40,6 +52,10 @@ def _density_arms() -> dict:
     return {f"{name}-rho{density:g}": {**fields, "env_overrides": {"horizon": 8, "density": density}}
             for density in DENSITY_STUDY_DENSITIES for name, fields in _DENSITY_CREDITS.items()}
 
+
+# One grid for every arm (issue: equal tuning), chosen on the validation set at equal attempts.
+EQUAL_TUNING = {"grid": {"learning_rate": [3e-4, 1e-3, 3e-3], "entropy_coef": [0.0, 0.01]},
+                "arm_grid": {"outcome": {"credit_options.baseline": ["grpo", "rloo"]}}, "num_seeds": 3, "seed": 1000}
 
 PRESETS: dict[str, SweepSpec] = {
     "quick": SweepSpec(
@@ -72,7 +88,7 @@ PRESETS: dict[str, SweepSpec] = {
         description="arithmetic (legal-action menu), outcome vs solver-uniform vs exact-policy vs solver-optimal, "
                     "plus the dense, pairwise and hard value-target objectives on uniform-reference values",
         base={"env": "arithmetic", "learning_rate": 1e-3, "num_seeds": 2, "num_evals": 8, "eval_problems": 128,
-              "eval_families": ("default", "small_targets", "multiplication", "large_values"),
+              "eval_families": ARITHMETIC_STUDY_FAMILIES,
               "problems_per_iteration": 4, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"},
               "solver-uniform": {"credit": "solver", "credit_options.policy": "uniform"},
@@ -101,6 +117,13 @@ PRESETS: dict[str, SweepSpec] = {
         cpu_minutes="34 measured (2026-12-01, cells' wall time, at nice 19 beside the test suite)",
     ),
 }
+
+
+PRESETS["mad-study-tuned"] = dataclasses.replace(
+    PRESETS["mad-study"], name="mad-study-tuned",
+    description="mad-study with every arm tuned on one grid first (learning rate x entropy bonus, outcome also "
+                "its baseline; 3 tuning seeds at the attempts budget), matched on env steps and on policy evaluations",
+    match_on=("env_steps", "policy_evals"), tune=EQUAL_TUNING, cpu_minutes="not measured yet")
 
 
 def get_preset(name: str) -> SweepSpec:

@@ -8,12 +8,18 @@ A sweep is a base configuration, named arms (credit settings) and its regimes:
 - `fixed-steps`: a fixed cap on total env steps (`budget_counter="total_env_steps"`), labels
   included; arms without label work get more main attempts until their total reaches it.
 Each cell is a run directory `OUT/<regime>/<arm>` (matched: `OUT/matched/<arm>/to-<label arm>`).
+`match_on` says what the matched regime matches: `env_steps` (the default; directory and table
+`matched`), `policy_evals` (the label arm's total policy evaluations; `matched-policy-evals`) or
+both, each its own shared runs and table.
 Cells share seeds, so arms are paired (same initial parameters, same problem stream). The sweep
-runs in two phases, `attempts` and `fixed-steps` first, then `matched` (it needs the attempts
-totals), on either backend. The table (`jaxcredit.comparison`, shared with the analysis
-report) gives per regime and row the final and average greedy success of both sides, the paired
-difference with a paired Student-t interval over seeds, p-values (Holm-adjusted per reference)
-and what budget each side got.
+runs in phases: with a `tune` grid, first every arm's tuning runs (`jaxcredit.train.tuning`: one
+grid for every arm, chosen on the validation set at equal attempts, on tuning seeds of their own);
+then `attempts` and `fixed-steps`, each arm at its chosen setting; then `matched` (it needs the
+attempts totals; each label-free arm at its own chosen setting), on either backend. The table
+(`jaxcredit.comparison`, shared with the analysis report) gives per regime and row the final and
+average greedy success of both sides, the paired difference with a paired Student-t interval over
+seeds, p-values (Holm-adjusted per reference) and what budget each side got, in attempts, env
+steps and policy evaluations (with their FLOPs).
 """
 
 from __future__ import annotations
@@ -36,8 +42,12 @@ from jaxcredit.comparison import (
     paired_table,
 )
 from jaxcredit.output_dirs import check_kind, write_kind
+from jaxcredit.overrides import apply_overrides
 from jaxcredit.plugins import load_plugins
 from jaxcredit.rundir_io import (
+    MATCH_CURRENCIES,
+    MATCHED_COUNTERS,
+    MATCHED_REGIMES,
     REGIME_BUDGET_COUNTERS,
     REGIME_MEANINGS,
     REGIMES,
@@ -46,12 +56,15 @@ from jaxcredit.rundir_io import (
     check_writable_dir,
     matched_cell,
     remove_leftovers,
+    seed_measures,
+    table_regimes,
     write_text_atomic,
 )
 from jaxcredit.tracking import check_trackers
 from jaxcredit.train.backends import Cell, backend_session, check_backend, run_cells
 from jaxcredit.train.config import config_from_dict
-from jaxcredit.train.rundir import read_json, write_json_atomic
+from jaxcredit.train.rundir import read_json, read_jsonl, write_json_atomic
+from jaxcredit.train.tuning import check_tune, point_name, tune_points, tune_seeds, tuning_record
 
 # Arms of the named presets renamed since (old -> new): a sweep directory written before keeps its
 # old names (reports and comparisons read them from its sweep_spec.json); resuming it is refused
@@ -63,7 +76,9 @@ RENAMED_ARMS = {"exact-uniform": "solver-uniform"}
 class SweepSpec:
     """A sweep: `base` config fields, `arms` (name -> config fields), `budgets` (`attempts`: main
     attempts per run; `fixed-steps`: total env steps per run) and the `regimes` to run, in order
-    (`matched` takes its budgets from the `attempts` runs)."""
+    (`matched` takes its budgets from the `attempts` runs). `match_on`: the currencies the matched
+    regime matches in (`env_steps`, `policy_evals`, or both). `tune`: a grid every arm is tuned on
+    before the study (`jaxcredit.train.tuning`; None: no tuning, every arm as written)."""
 
     name: str
     description: str
@@ -73,9 +88,11 @@ class SweepSpec:
     reference_arm: str = "outcome"
     cpu_minutes: str = ""
     regimes: tuple = REGIMES
+    match_on: tuple = ("env_steps",)
+    tune: dict | None = None
 
     def check(self) -> None:
-        """Raise `ValueError` naming what is wrong with the regimes or budgets."""
+        """Raise `ValueError` naming what is wrong with the regimes, budgets, `match_on` or `tune`."""
         for regime in self.regimes:
             if regime in RENAMED_REGIMES:
                 raise ValueError(f"budget regime {regime!r} is now called {RENAMED_REGIMES[regime]!r} "
@@ -91,10 +108,35 @@ class SweepSpec:
             raise ValueError(f"budgets: regime(s) {missing} need a budget")
         if "matched" in self.regimes and "attempts" not in self.regimes:
             raise ValueError("regime 'matched' needs regime 'attempts' (it matches the label arms' attempts runs)")
+        match_on = list(self.match_on) if isinstance(self.match_on, (list, tuple)) else None
+        if not match_on or len(set(match_on)) != len(match_on) or not set(match_on) <= set(MATCH_CURRENCIES):
+            raise ValueError(f"match_on must list one or both of {', '.join(MATCH_CURRENCIES)}, once each; "
+                             f"got {self.match_on!r}")
+        if self.tune is not None:
+            check_tune(self.tune, self.arms)
+            if self.tune.get("budget") is None and "attempts" not in self.budgets:
+                raise ValueError("tune needs a budget: tune.budget, or an 'attempts' budget to tune at")
 
-    def cell_configs(self, *, num_seeds: int | None = None) -> dict:
+    @property
+    def tune_budget(self) -> int:
+        """Main attempts per tuning run: `tune.budget`, else the `attempts` budget."""
+        return int(self.tune.get("budget") or self.budgets["attempts"])
+
+    def tuning_configs(self) -> dict:
+        """`{(arm, point name): TrainConfig}` of every tuning run (`{}` without `tune`); raises
+        `ValueError` on a bad field at any grid point."""
+        self.check()
+        if self.tune is None:
+            return {}
+        num_seeds, seed = tune_seeds(self.tune)
+        return {(arm, point_name(k)): self.arm_config(arm, overrides=overrides, num_seeds=num_seeds, seed=seed,
+                                                      budget=self.tune_budget, budget_counter="main_episodes")
+                for arm in self.arms for k, overrides in enumerate(tune_points(self.tune, arm))}
+
+    def cell_configs(self, *, num_seeds: int | None = None, chosen: dict | None = None) -> dict:
         """`{(regime, arm): TrainConfig}` for every cell with a budget of its own (`attempts`,
-        `fixed-steps`; `matched_cells` gives the rest); raises `ValueError` on a bad field."""
+        `fixed-steps`; `matched_cells` gives the rest), each arm at its `chosen` overrides
+        (`{arm: overrides}`, from tuning; none: as written); raises `ValueError` on a bad field."""
         self.check()
         cells = {}
         for regime in self.regimes:
@@ -102,12 +144,14 @@ class SweepSpec:
                 continue
             for arm in self.arms:
                 cells[(regime, arm)] = self.arm_config(arm, num_seeds=num_seeds, budget=self.budgets[regime],
-                                                       budget_counter=REGIME_BUDGET_COUNTERS[regime])
+                                                       budget_counter=REGIME_BUDGET_COUNTERS[regime],
+                                                       overrides=(chosen or {}).get(arm))
         return cells
 
-    def arm_config(self, arm: str, *, num_seeds: int | None = None, **fields):
-        """The `TrainConfig` of `arm`: base fields, the arm's fields, then `fields`."""
-        values = {**self.base, **self.arms[arm], **fields}
+    def arm_config(self, arm: str, *, num_seeds: int | None = None, overrides: dict | None = None, **fields):
+        """The `TrainConfig` of `arm`: base fields, the arm's fields, its `overrides` (dotted names,
+        `jaxcredit.overrides.apply_overrides`), then `fields`."""
+        values = {**apply_overrides({**self.base, **self.arms[arm]}, overrides or {}), **fields}
         if num_seeds is not None:
             values["num_seeds"] = num_seeds
         return config_from_dict(values)
@@ -117,22 +161,36 @@ class SweepSpec:
         return arm_credits(self.base, self.arms)
 
 
+def _seed_totals(summary: dict, counter: str, cell_dir: str) -> list:
+    """Per seed, a finished run's total in `counter` (its summary's; summaries written before
+    `total_policy_evals` was kept: the last metrics rows')."""
+    seeds = sorted(summary["seeds"], key=lambda s: s["seed_index"])
+    if all(counter in s for s in seeds):
+        return [int(s[counter]) for s in seeds]
+    return [int(t) for t in seed_measures(read_jsonl(os.path.join(cell_dir, "metrics.jsonl")))[counter]]
+
+
 def matched_cells(spec: SweepSpec, summaries: dict, out: str, *, resume: bool, num_seeds: int | None,
-                  log: tuple = ()) -> list:
-    """The matched regime's cells, one per label-free arm, targeting every label arm's per-seed
-    total env steps from its `attempts` summary (in `summaries`)."""
+                  log: tuple = (), chosen: dict | None = None) -> list:
+    """The matched regime's cells: per currency of `spec.match_on`, one per label-free arm (at its
+    `chosen` overrides), targeting every label arm's per-seed total in that currency from its
+    `attempts` summary (in `summaries`)."""
     credits = spec.credits
-    targets = {arm: [int(s["total_env_steps"]) for s in summaries[("attempts", arm)]["seeds"]]
-               for arm in label_arms(credits)}
-    if not targets:
-        return []
     cells = []
-    for arm in label_free_arms(credits, spec.reference_arm):
-        config = spec.arm_config(arm, num_seeds=num_seeds, budget_counter="total_env_steps",
-                                 budget=spec.budgets["attempts"])
-        cell_dir = os.path.join(out, "matched", arm)
-        cell_resume = resume and os.path.exists(os.path.join(cell_dir, "config.json"))
-        cells.append(Cell(("matched", arm), config, cell_dir, cell_resume, f"matched/{arm}", targets, log))
+    for currency in spec.match_on:
+        regime = MATCHED_REGIMES[currency]
+        counter = MATCHED_COUNTERS[regime]
+        targets = {arm: _seed_totals(summaries[("attempts", arm)], counter, os.path.join(out, "attempts", arm))
+                   for arm in label_arms(credits)}
+        if not targets:
+            return []
+        for arm in label_free_arms(credits, spec.reference_arm):
+            config = spec.arm_config(arm, num_seeds=num_seeds, budget_counter=counter, budget=spec.budgets["attempts"],
+                                     overrides=(chosen or {}).get(arm))
+            cell_dir = os.path.join(out, regime, arm)
+            cell_resume = resume and os.path.exists(os.path.join(cell_dir, "config.json"))
+            cells.append(Cell((regime, arm), config, cell_dir, cell_resume, f"{regime}/{arm}", targets, log,
+                              match_on=currency))
     return cells
 
 
@@ -156,6 +214,7 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
         plugins = read_json(recorded).get("plugins", ())
     plugins = load_plugins(plugins)
     cells = spec.cell_configs(num_seeds=num_seeds)  # every cell's config is valid before any work
+    spec.tuning_configs()  # and every tuning run's
     check_writable_dir(out)
     check_kind(out, "sweep", "sweep")
     with RunLock(out, f"sweep {spec.name}"):  # each cell's run also locks its own directory
@@ -164,6 +223,15 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
 
 
 DOC_FIELDS = ("cpu_minutes", "description")  # words about a sweep, not its design: resuming may update them
+_OPTIONAL_FIELDS = {"match_on": ["env_steps"], "tune": None}  # left out of sweep_spec.json at these values
+
+
+def spec_record(spec: SweepSpec, num_seeds: int | None) -> dict:
+    """The `sweep_spec.json` dict of `spec`: its fields (`match_on` and `tune` only where they are
+    not the defaults, so sweeps written before them read and resume as they were), `num_seeds` and
+    the arms' order (JSON files are written with sorted keys: the table's row order is kept apart)."""
+    record = json.loads(json.dumps({**dataclasses.asdict(spec), "num_seeds": num_seeds, "arm_order": list(spec.arms)}))
+    return {k: v for k, v in record.items() if k not in _OPTIONAL_FIELDS or v != _OPTIONAL_FIELDS[k]}
 
 
 def _design(spec_dict: dict) -> dict:
@@ -184,10 +252,8 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
                       progress: bool, backend: str, ray_address: str | None, log: tuple = (),
                       plugins: tuple = ()) -> dict:
     sweep_path = os.path.join(out, "sweep_spec.json")
-    # JSON files are written with sorted keys: the arms' order (the table's row order) is kept apart
     recorded = {"plugins": list(plugins)} if plugins else {}  # only a sweep with plugins records them
-    spec_dict = json.loads(json.dumps({**dataclasses.asdict(spec), "num_seeds": num_seeds,
-                                       "arm_order": list(spec.arms), **recorded}))
+    spec_dict = {**spec_record(spec, num_seeds), **recorded}
     if os.path.exists(sweep_path) and not resume:
         raise ValueError(f"{out} already holds a sweep; pass --resume to continue it or choose another --out")
     if resume and os.path.exists(sweep_path) and _design(read_json(sweep_path)) != _design(spec_dict):
@@ -203,48 +269,97 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
     remove_leftovers(out)
     write_kind(out, "sweep")  # the kind first, once the sweep is known to be ours to write
     write_json_atomic(sweep_path, spec_dict)
-    jobs = []
-    for (regime, arm), config in cells.items():
-        cell_dir = os.path.join(out, regime, arm)
-        cell_resume = resume and os.path.isdir(cell_dir)  # a cell stopped at any point, even before its config
-        jobs.append(Cell((regime, arm), config, cell_dir, cell_resume, f"{regime}/{arm}", log=log))
-    with backend_session(backend, ray_address=ray_address):  # one Ray session for both phases
+    with backend_session(backend, ray_address=ray_address):  # one Ray session for every phase
+        chosen = None
+        if spec.tune is not None:  # phase 0: every arm's grid, then each arm's chosen setting
+            tuning = [Cell(("tune", arm, point), config, os.path.join(out, "tune", arm, point),
+                           resume and os.path.isdir(os.path.join(out, "tune", arm, point)), f"tune/{arm}/{point}",
+                           log=log) for (arm, point), config in spec.tuning_configs().items()]
+            run_cells(tuning, backend=backend, ray_address=ray_address, progress=progress, plugins=plugins)
+            record = tuning_record(spec.tune, spec.arms, out, budget=spec.tune_budget)
+            write_json_atomic(os.path.join(out, "tuning.json"), record)
+            chosen = {arm: entry["overrides"] for arm, entry in record["arms"].items()}
+            cells = spec.cell_configs(num_seeds=num_seeds, chosen=chosen)
+        jobs = []
+        for (regime, arm), config in cells.items():
+            cell_dir = os.path.join(out, regime, arm)
+            cell_resume = resume and os.path.isdir(cell_dir)  # a cell stopped at any point, even before its config
+            jobs.append(Cell((regime, arm), config, cell_dir, cell_resume, f"{regime}/{arm}", log=log))
         summaries = run_cells(jobs, backend=backend, ray_address=ray_address, progress=progress, plugins=plugins)
-        if "matched" in spec.regimes:  # phase 2: needs the attempts runs' totals
-            matched = matched_cells(spec, summaries, out, resume=resume, num_seeds=num_seeds, log=log)
+        if "matched" in spec.regimes:  # then the matched regime: needs the attempts runs' totals
+            matched = matched_cells(spec, summaries, out, resume=resume, num_seeds=num_seeds, log=log, chosen=chosen)
             results = run_cells(matched, backend=backend, ray_address=ray_address, progress=progress,
                                 plugins=plugins)
-            for (_, arm), views in results.items():
+            for (regime, arm), views in results.items():
                 for label_arm, summary in views.items():
-                    summaries[("matched", matched_cell(arm, label_arm))] = summary
-    table = sweep_table(summaries, spec)
+                    summaries[(regime, matched_cell(arm, label_arm))] = summary
+    table = sweep_table(summaries, spec, out)
     write_json_atomic(os.path.join(out, "sweep.json"), table)
     write_text_atomic(os.path.join(out, "table.md"), format_table(table))
     return table
 
 
-def summary_measures(summary: dict) -> dict:
-    """A run summary's per-seed numbers in the form `jaxcredit.comparison.paired_table` takes."""
+def summary_measures(summary: dict, *, policy_eval_flops: int | None = None, family: str | None = None) -> dict:
+    """A run summary's per-seed numbers in the form `jaxcredit.comparison.paired_table` takes (with
+    `total_policy_evals` where the summary keeps it, and `policy_eval_flops` as given; with
+    `family`: that evaluation family's final and average success, from `by_family`)."""
     seeds = sorted(summary["seeds"], key=lambda s: s["seed_index"])
-    out = {"seeds": [s["seed_index"] for s in seeds]}
-    for key in ("final_success", "average_success", "main_episodes", "total_env_steps"):
-        out[key] = np.asarray([s[key] for s in seeds], np.float64)
+    out = {"seeds": [s["seed_index"] for s in seeds], "policy_eval_flops": policy_eval_flops}
+    keys = ("final_success", "average_success", "main_episodes", "total_env_steps", "total_policy_evals")
+    for key in keys:
+        if all(key in s for s in seeds):
+            values = [s["by_family"][family][key] if family and key.endswith("_success") else s[key] for s in seeds]
+            out[key] = np.asarray(values, np.float64)
     return out
 
 
-def sweep_table(summaries: dict, spec: SweepSpec) -> dict:
+def config_policy_eval_flops(config) -> int:
+    """One policy evaluation's FLOPs (`jaxcredit.policy.policy_eval_flops`) for a `TrainConfig`."""
+    from jaxcredit.envs import make
+    from jaxcredit.policy import PolicyConfig, policy_eval_flops, task_sizes
+
+    network = PolicyConfig(config.d_model, config.num_layers, config.num_heads, config.mlp_dim)
+    return policy_eval_flops(network, task_sizes(make(config.env, **config.env_kwargs)))
+
+
+def sweep_table(summaries: dict, spec: SweepSpec, out: str | None = None) -> dict:
     """The comparison table (`jaxcredit.comparison.paired_table`) of the cells in `summaries`
-    (`{(regime, cell): summary}`)."""
-    measures = {cell: summary_measures(summary) for cell, summary in summaries.items()}
-    pairs = comparison_pairs(spec.regimes, spec.credits, spec.reference_arm,
+    (`{(regime, cell): summary}`); with the sweep directory `out`, each cell's policy evaluations
+    are priced in FLOPs from its `config.json`; with runs evaluated on several families, also
+    `families`: `{family: paired_table}` on each family's greedy success."""
+    measures, flops = {}, {}
+    for cell, summary in summaries.items():
+        config_path = None if out is None else os.path.join(out, *cell, "config.json")
+        flops[cell] = (config_policy_eval_flops(config_from_dict(read_json(config_path)))
+                       if config_path and os.path.exists(config_path) else None)
+        measures[cell] = summary_measures(summary, policy_eval_flops=flops[cell])
+    pairs = comparison_pairs(table_regimes(spec.regimes, spec.match_on), spec.credits, spec.reference_arm,
                              environments=arm_environments(spec.base, spec.arms))
-    return paired_table(pairs, measures, budgets=spec.budgets, reference_arm=spec.reference_arm)
+    table = paired_table(pairs, measures, budgets=spec.budgets, reference_arm=spec.reference_arm)
+    families = list(dict.fromkeys(family for summary in summaries.values()
+                                  for family in summary["seeds"][0].get("by_family", {})))
+    if families:
+        table["families"] = {
+            family: paired_table(pairs, {cell: summary_measures(summary, policy_eval_flops=flops[cell], family=family)
+                                         for cell, summary in summaries.items()
+                                         if family in summary["seeds"][0].get("by_family", {})},
+                                 budgets=spec.budgets, reference_arm=spec.reference_arm)
+            for family in families}
+    return table
 
 
 def format_table(table: dict) -> str:
     """Markdown: one table per regime (`jaxcredit.comparison.format_paired_table`), then one plain
-    sentence per comparison (`jaxcredit.comparison.finding_sentences`)."""
+    sentence per comparison (`jaxcredit.comparison.finding_sentences`), then, for runs evaluated on
+    several families, the same tables per family."""
     sentences = finding_sentences(table)
     findings = ["", "Findings (final greedy success, arm − reference, 95% paired intervals; \"resolved\" means the "
                 "interval excludes 0):", ""] + [f"- {s[0].upper()}{s[1:]}." for s in sentences] if sentences else []
-    return format_paired_table(table) + "\n".join(findings) + ("\n" if findings else "")
+    text = format_paired_table(table) + "\n".join(findings) + ("\n" if findings else "")
+    families = table.get("families", {})
+    if families:
+        text += (f"\n## Per evaluation family\n\nThe tables above compare the mean over the {len(families)} "
+                 f"evaluation families ({', '.join(families)}); here each family on its own.\n")
+        for family, family_table in families.items():
+            text += f"\n### Family: {family}\n\n" + format_paired_table(family_table, heading="####")
+    return text

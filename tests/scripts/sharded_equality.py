@@ -55,8 +55,9 @@ def main():
     for devices in (1, 8):
         config = config_from_dict({**TINY, "credit": "mc", "credit_options.continuations": 2, "shard_devices": devices})
         init, segment, _ = compiled_programs(config)
-        state = segment(init(jnp.arange(2, dtype=jnp.int32)), jnp.full(2, 96, jnp.int32),
-                        jnp.full(2, MAX_COUNT, jnp.int32))  # one limit per seed
+        no_limit = jnp.full(2, MAX_COUNT, jnp.int32)
+        state = segment(init(jnp.arange(2, dtype=jnp.int32)), jnp.full(2, 96, jnp.int32), no_limit,
+                        no_limit)  # one limit per seed: main attempts, total env steps, total policy evals
         finals[devices] = jax.device_get(state)
     leaves = zip(jax.tree_util.tree_leaves(finals[1]), jax.tree_util.tree_leaves(finals[8]))
     report["train_max_diff"] = float(max(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).max()

@@ -1,0 +1,242 @@
+"""Umbrella: bsuite's umbrella chain, with every random draw in the problem so that `step` is deterministic.
+
+The credit-assignment diagnostic of bsuite (Osband et al., 2020, `umbrella_chain`). An episode
+lasts `chain_length` L steps and has two actions, "leave umbrella" (0) and "take umbrella" (1).
+Only the first action has an effect: it decides whether the agent has the umbrella for the rest
+of the episode. The last step pays +1 if the agent has the umbrella exactly when it needs one,
+and -1 otherwise; every step before it pays a reward of +1 or -1 that does not depend on anything
+the agent does. The observation shows whether an umbrella is needed, whether the agent has one,
+the time to live, and `n_distractor` bits that carry no information.
+
+bsuite draws all of this from its generator while the episode runs (each draw a fair coin). Here
+the draws are the problem (`UmbrellaProblem`), drawn by `sample_problem` with the same
+distribution, so the dynamics are pure functions of (problem, position) and the exact solver can
+enumerate them:
+
+- `need_umbrella` bool `[]`: whether the last step pays +1 for having the umbrella;
+- `start_umbrella` bool `[]`: whether the agent holds an umbrella before its first action (bsuite
+  draws it at reset; it shows in the first observation and is replaced by the first action);
+- `noise_positive` bool `[L]`: entry k is whether the step from progress k to k + 1 pays +1 (else
+  -1), for k < L - 1; the last entry belongs to the final step, which pays the umbrella outcome
+  instead, and is False;
+- `distractors` bool `[L + 1, max(D, 1)]`: row k is the distractor bits shown at progress k (with
+  no distractors, one column of False that is never shown: an array of size 0 would break the
+  reshapes that batch states and trajectories).
+
+Action layout (A = 2): 0 "leave umbrella", 1 "take umbrella", both always legal. The turn limit is
+`max_turns = chain_length`, so a refused (out-of-range) action, which uses a turn and changes
+nothing else, leaves the episode short of its final step: it truncates at the turn limit, and the
+step that reaches the limit pays its noise reward while the umbrella outcome is never paid.
+
+Observation (length 3 + D, vocabulary L + 3): `[need, have, 2 + (L - k), d_1 .. d_D]` with need,
+have and the distractor bits 0 or 1, and k in `[0, L]` the number of accepted actions (bsuite shows
+the time to live as the pixel `1 - k / L`; here it is the token `2 + L - k`).
+
+Positions: `(k, have)` for k in `[0, L)`, index `2 k + have`, S = 2 L; at k = 0 only
+`have = start_umbrella` is valid. The observation of a position reads the problem's rows at k, so
+the positions do not depend on the distractor bits.
+
+bsuite's two experiments are the sweeps `LENGTH_SWEEP` (`umbrella_length`: L in 1..100 with 20
+distractors) and `DISTRACT_SWEEP` (`umbrella_distract`: 1..100 distractors at L = 20), scored by
+`bsuite_score`.
+
+Shape letters: L chain length, D distractors, A actions, S positions, N episodes, G settings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from jaxcredit.env import MAX_TURNS, Environment, State, compiled_method
+from jaxcredit.validation import require_int
+
+MAX_DISTRACTORS = 1024
+LEAVE, TAKE = 0, 1
+
+# bsuite's sweeps (`bsuite.experiments.umbrella_length.sweep`, `umbrella_distract`): the same
+# log-spaced grid of 23 values for the chain length and for the number of distractors.
+_LOG_SPACED = (*range(1, 11), 12, 14, 17, 20, 25, *range(30, 105, 10))
+LENGTH_SWEEP = tuple({"chain_length": n, "n_distractor": 20} for n in _LOG_SPACED)
+DISTRACT_SWEEP = tuple({"chain_length": 20, "n_distractor": n} for n in _LOG_SPACED)
+NUM_EPISODES = 10_000  # bsuite's episodes per setting; the score reads the regret after them
+REGRET_THRESHOLD = 0.5
+
+
+@struct.dataclass
+class UmbrellaProblem:
+    """One episode's draws: `need_umbrella`, `start_umbrella` bool `[]`, `noise_positive` bool `[L]`,
+    `distractors` bool `[L + 1, max(D, 1)]` (see the module docstring)."""
+
+    need_umbrella: jax.Array
+    start_umbrella: jax.Array
+    noise_positive: jax.Array
+    distractors: jax.Array
+
+
+@struct.dataclass
+class UmbrellaState:
+    """`progress` int32 `[]` (accepted actions, k) and `umbrella` bool `[]` (the agent has one)."""
+
+    progress: jax.Array
+    umbrella: jax.Array
+
+
+def average_regret(final_rewards) -> float:
+    """Host: bsuite's regret per episode, `mean(1 - r)` over the final-step rewards r (+1 or -1)
+    of float `[N]` episodes (bsuite adds 2 to its total regret for each -1; the noise rewards of
+    the other steps do not count)."""
+    final_rewards = np.asarray(final_rewards, np.float64)
+    if final_rewards.ndim != 1 or final_rewards.size == 0:
+        raise ValueError(f"average_regret needs a non-empty 1-d array of final rewards, got shape "
+                         f"{final_rewards.shape}")
+    return float(np.mean(1.0 - final_rewards))
+
+
+def bsuite_score(average_regrets: Sequence[float]) -> float:
+    """Host: bsuite's umbrella score, the fraction of settings whose average regret (float `[G]`,
+    one per setting of a sweep: the regret per episode over all of the setting's first
+    `NUM_EPISODES` episodes, learning included) is below `REGRET_THRESHOLD`."""
+    regrets = np.asarray(average_regrets, np.float64)
+    if regrets.ndim != 1 or regrets.size == 0:
+        raise ValueError(f"bsuite_score needs one average regret per setting, got shape {regrets.shape}")
+    return float(np.mean(regrets < REGRET_THRESHOLD))
+
+
+@dataclasses.dataclass(frozen=True)
+class Umbrella(Environment):
+    """bsuite's umbrella chain. See the module docstring for the rules, observation and positions."""
+
+    chain_length: int = 20
+    n_distractor: int = 0
+    name: ClassVar[str] = "umbrella"
+
+    def __post_init__(self):
+        require_int("umbrella.chain_length", self.chain_length, 1, MAX_TURNS)
+        require_int("umbrella.n_distractor", self.n_distractor, 0, MAX_DISTRACTORS)
+
+    # ----- sizes -----
+    @property
+    def max_turns(self) -> int:
+        return self.chain_length
+
+    @property
+    def num_actions(self) -> int:
+        return 2
+
+    @property
+    def observation_length(self) -> int:
+        return 3 + self.n_distractor
+
+    @property
+    def vocab_size(self) -> int:
+        return self.chain_length + 3
+
+    @property
+    def num_positions(self) -> int:
+        return 2 * self.chain_length
+
+    @property
+    def distractor_columns(self) -> int:
+        """The columns of `problem.distractors`: D, or 1 (never shown) when D is 0."""
+        return max(self.n_distractor, 1)
+
+    observation_shows_turns = False  # the observation shows progress (a position), never the clock
+
+    # ----- problems -----
+    def sample_problem(self, key: jax.Array) -> UmbrellaProblem:
+        """Every draw a fair coin, as bsuite's; the unused last noise entry is False. Consumes `key`."""
+        length = self.chain_length
+        need_key, start_key, noise_key, distractor_key = jax.random.split(key, 4)
+        noise = jax.random.bernoulli(noise_key, 0.5, (length,)) & (jnp.arange(length) < length - 1)
+        return UmbrellaProblem(
+            need_umbrella=jax.random.bernoulli(need_key, 0.5, ()),
+            start_umbrella=jax.random.bernoulli(start_key, 0.5, ()),
+            noise_positive=noise,
+            distractors=jax.random.bernoulli(distractor_key, 0.5, (length + 1, self.distractor_columns))
+            & (self.n_distractor > 0),
+        )
+
+    def check_problem(self, problem) -> None:
+        length = self.chain_length
+        shapes = {"need_umbrella": (), "start_umbrella": (), "noise_positive": (length,),
+                  "distractors": (length + 1, self.distractor_columns)}
+        for field, shape in shapes.items():
+            value = np.asarray(getattr(problem, field))
+            if value.shape != shape or value.dtype != np.bool_:
+                raise ValueError(f"umbrella problem.{field} must be bool with shape {shape}, got "
+                                 f"{value.dtype} with shape {value.shape}")
+        if bool(np.asarray(problem.noise_positive)[-1]):
+            raise ValueError("umbrella problem.noise_positive[-1] must be False: the final step pays the "
+                             "umbrella outcome, not noise")
+        if self.n_distractor == 0 and np.asarray(problem.distractors).any():
+            raise ValueError("umbrella problem.distractors must be False with n_distractor 0 (its one column "
+                             "is never shown)")
+
+    # ----- dynamics -----
+    def _init(self, problem):
+        return UmbrellaState(progress=jnp.zeros((), jnp.int32), umbrella=jnp.asarray(problem.start_umbrella, bool))
+
+    @compiled_method
+    def _step(self, problem, st, action):
+        length = self.chain_length
+        umbrella = jnp.where(st.progress == 0, action == TAKE, st.umbrella)
+        progress = st.progress + 1
+        terminated = progress >= length
+        outcome = jnp.where(umbrella == problem.need_umbrella, 1.0, -1.0)
+        noise = jnp.where(jnp.asarray(problem.noise_positive)[jnp.minimum(st.progress, length - 1)], 1.0, -1.0)
+        reward = jnp.where(terminated, outcome, noise)
+        return UmbrellaState(progress=progress, umbrella=umbrella), reward, terminated
+
+    @compiled_method
+    def _observe(self, problem, st, turn):
+        length = self.chain_length
+        k = jnp.clip(st.progress, 0, length)
+        head = jnp.stack([jnp.asarray(problem.need_umbrella, jnp.int32), st.umbrella.astype(jnp.int32),
+                          2 + length - k])
+        distractors = jnp.asarray(problem.distractors)[k, : self.n_distractor].astype(jnp.int32)
+        return jnp.concatenate([head, distractors]).astype(jnp.int32)
+
+    def _legal_action_mask(self, problem, st):
+        return jnp.ones((2,), bool)
+
+    @compiled_method
+    def _position(self, problem, index):
+        k, have = index // 2, index % 2 == 1
+        valid = (index >= 0) & (index < self.num_positions) & ((k > 0) | (have == problem.start_umbrella))
+        return UmbrellaState(progress=jnp.clip(k, 0, self.chain_length - 1).astype(jnp.int32), umbrella=have), valid
+
+    @compiled_method
+    def _position_index(self, problem, st):
+        return 2 * jnp.minimum(st.progress, self.chain_length - 1) + st.umbrella.astype(jnp.int32)
+
+    def episode_success(self, final_state: State, episode_return: jax.Array) -> jax.Array:
+        """bool `[...]`: the episode ended with the umbrella exactly when needed (its final step
+        paid +1; bsuite's regret is 0). The return is no guide: it adds the noise rewards."""
+        del episode_return
+        return final_state.terminated & (final_state.env_state.umbrella == final_state.problem.need_umbrella)
+
+    # ----- host helpers -----
+    def action_name(self, action: int) -> str:
+        action = int(action)
+        return {LEAVE: "leave umbrella", TAKE: "take umbrella"}.get(action, f"invalid action {action}")
+
+    def render(self, state: State) -> str:
+        k = int(state.env_state.progress)
+        need, have = bool(state.problem.need_umbrella), bool(state.env_state.umbrella)
+        row = np.asarray(state.problem.distractors)[min(k, self.chain_length), : self.n_distractor]
+        bits = "".join("1" if b else "0" for b in row)
+        status = "terminated" if bool(state.terminated) else "truncated" if bool(state.truncated) else "live"
+        return (
+            f"need umbrella: {'yes' if need else 'no'}  have umbrella: {'yes' if have else 'no'}  "
+            f"time to live {self.chain_length - k}/{self.chain_length}"
+            + (f"  distractors {bits}" if bits else "") + "\n"
+            f"turn {int(state.turn)}/{self.max_turns}  reward {float(state.reward):g}  "
+            f"{status}{'  (last action refused)' if bool(state.rejected) else ''}"
+        )

@@ -1,0 +1,173 @@
+"""Run a suite into one directory, resumably, and write its scorecard.
+
+Layout of `OUT`:
+
+```
+suite.json                      what was asked: suite, arms (name -> config fields), experiments
+<experiment>/<setting>/         learning: a sweep directory; labels: seed-<i>.json per seed
+<experiment>/result.json        the experiment's scores, once every setting and seed is done
+scorecard.json, report.md, scorecard.png
+```
+
+Every experiment's finished parts are kept: `--resume` skips them and continues the rest (the
+sweeps resume their cells). A stopped suite still writes a scorecard of what finished, with the
+rest marked unfinished.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+import numpy as np
+
+from jaxcredit.output_dirs import check_kind, write_kind
+from jaxcredit.rundir_io import RunLock, check_writable_dir, make_dirs, read_json, write_json_atomic, write_text_atomic
+from jaxcredit.suite.experiments import BUILTIN_ARMS, get_suite
+from jaxcredit.suite.labels import LABEL_CLASSES, LabelSetting, label_quality
+from jaxcredit.suite.learning import REGIME_TAGS, run_setting
+from jaxcredit.suite.scorecard import SCHEMA, aggregate, plot_label_cost, plot_scorecard, report_markdown
+from jaxcredit.timing import machine_record
+
+
+def check_arms(arms: dict) -> dict:
+    """`arms` (name -> config fields), each valid as a `TrainConfig`; raises `ValueError` naming a bad one."""
+    from jaxcredit.train.config import config_from_dict
+
+    if not arms:
+        raise ValueError("the suite needs at least one arm")
+    for name, fields in arms.items():
+        try:
+            config_from_dict(dict(fields))
+        except ValueError as error:
+            raise ValueError(f"suite arm {name!r}: {error}") from None
+    return arms
+
+
+def _say(progress: bool, text: str) -> None:
+    if progress:
+        print(f"suite: {text}", file=sys.stderr, flush=True)
+
+
+def _label_experiment(experiment, arms: dict, out: str, *, progress: bool) -> dict:
+    """Every seed x setting x policy of a `labels` experiment; returns its record's scores and details."""
+    make_dirs(out)
+    per_seed = []
+    details: dict = {a: {} for a in arms}
+    for seed in range(experiment.seeds):
+        path = os.path.join(out, f"seed-{seed}.json")
+        if os.path.exists(path):
+            found = read_json(path, expect=dict)
+        else:
+            found = {}
+            for i, setting in enumerate(experiment.settings):
+                for policy in experiment.policies:
+                    _say(progress, f"{experiment.name} seed {seed} {experiment.setting_name(i)} {policy} policy")
+                    config = {**experiment.config, "env_overrides": dict(setting)}
+                    found[f"{experiment.setting_name(i)}/{policy}"] = label_quality(
+                        LabelSetting(config, policy=policy, seed=seed,
+                                     train_episodes=experiment.budgets["train_episodes"]), arms)
+            write_json_atomic(path, found)
+        per_seed.append(found)
+    scores = {a: [float(np.mean([cell["arms"][a]["score"] for cell in seed.values()])) for seed in per_seed]
+              for a in arms}
+    cells = [cell for seed in per_seed for cell in seed.values()]
+
+    def mean(values):
+        values = [v for v in values if v is not None]
+        return float(np.mean(values)) if values else None
+
+    for a in arms:
+        mine = [c["arms"][a] for c in cells]
+        details[a] = {
+            "sign_agreement": mean(m["overall"]["sign_agreement"] for m in mine),
+            "rank_correlation": mean(m["overall"]["rank_correlation"] for m in mine),
+            "normalised_error": mean(m["overall"]["normalised_error"] for m in mine),
+            **{f"{cls}_sign": mean(m["classes"][cls]["sign_agreement"] for m in mine) for cls in LABEL_CLASSES},
+            "env_steps": float(np.mean([sum(v["env_steps"] for v in m["cost"].values()) for m in mine])),
+            "policy_evals": float(np.mean([sum(v["policy_evals"] for v in m["cost"].values()) for m in mine])),
+        }
+    return {"scores": {"label-quality": scores}, "details": {"arms": details}}
+
+
+def _learning_experiment(experiment, arms: dict, out: str, *, resume: bool, progress: bool, backend: str,
+                         ray_address: str | None) -> dict:
+    settings = []
+    for i in range(len(experiment.settings)):
+        _say(progress, f"{experiment.name} setting {experiment.setting_name(i)}")
+        settings.append(run_setting(experiment, i, arms, os.path.join(out, experiment.setting_name(i)),
+                                    resume=resume, progress=progress, backend=backend, ray_address=ray_address))
+    scores = {REGIME_TAGS[regime]: {a: np.mean([s["scores"][regime][a] for s in settings], axis=0).tolist()
+                                    for a in arms}
+              for regime in REGIME_TAGS}
+    return {"scores": scores, "details": {"optimal_success": [s["optimal_success"] for s in settings]}}
+
+
+def run_suite(out: str, *, suite: str = "quick", arms: dict | None = None, experiments: tuple = (),
+              resume: bool = False, progress: bool = True, backend: str = "local", ray_address: str | None = None,
+              command: str = "jaxcredit suite") -> dict:
+    """Run `suite`'s experiments (all, or those named in `experiments`) for `arms` (default: the
+    built-in arms, `BUILTIN_ARMS`) into `out`; returns the scorecard (also `out/scorecard.json`)."""
+    arms = check_arms(dict(arms or BUILTIN_ARMS))
+    chosen = get_suite(suite)
+    if experiments:
+        unknown = sorted(set(experiments) - {e.name for e in chosen})
+        if unknown:
+            raise ValueError(f"unknown experiment(s) {unknown}; choices: {', '.join(e.name for e in chosen)}")
+        chosen = tuple(e for e in chosen if e.name in experiments)
+    check_writable_dir(out)
+    check_kind(out, "suite", "suite")
+    spec = {"suite": suite, "arms": arms, "arm_order": list(arms), "experiments": [e.name for e in chosen]}
+    with RunLock(out, f"suite {suite}"):
+        spec_path = os.path.join(out, "suite.json")
+        if os.path.exists(spec_path):
+            if not resume:
+                raise ValueError(f"{out} already holds a suite; pass --resume to continue it or choose another --out")
+            if read_json(spec_path, expect=dict) != spec:
+                raise ValueError(f"cannot resume {out}: it holds a different suite (suite, arms or experiments differ)")
+        write_kind(out, "suite")
+        write_json_atomic(spec_path, spec)
+        start = time.monotonic()
+        records = {}
+        for experiment in chosen:
+            folder = os.path.join(out, experiment.name)
+            result_path = os.path.join(folder, "result.json")
+            make_dirs(folder)
+            record = {"kind": experiment.kind, "description": experiment.description, "tags": list(experiment.tags),
+                      "seeds": experiment.seeds,
+                      "settings": [experiment.setting_label(i) for i in range(len(experiment.settings))]}
+            if os.path.exists(result_path):
+                records[experiment.name] = read_json(result_path, expect=dict)
+                continue
+            try:
+                if experiment.kind == "labels":
+                    found = _label_experiment(experiment, arms, folder, progress=progress)
+                else:
+                    found = _learning_experiment(experiment, arms, folder, resume=resume, progress=progress,
+                                                 backend=backend, ray_address=ray_address)
+            except KeyboardInterrupt:
+                records[experiment.name] = {**record, "status": "unfinished"}
+                _write_card(out, suite, arms, records, chosen, start, command)
+                raise
+            records[experiment.name] = {**record, "status": "finished", **found}
+            write_json_atomic(result_path, records[experiment.name])
+        return _write_card(out, suite, arms, records, chosen, start, command)
+
+
+def _write_card(out: str, suite: str, arms: dict, records: dict, chosen: tuple, start: float, command: str) -> dict:
+    for experiment in chosen:  # an experiment not reached is unfinished
+        records.setdefault(experiment.name, {"kind": experiment.kind, "description": experiment.description,
+                                             "tags": list(experiment.tags), "seeds": experiment.seeds,
+                                             "settings": [], "status": "unfinished"})
+    card = {"schema": SCHEMA, "suite": suite, "arms": list(arms), "experiments": records,
+            "tags": aggregate(records, list(arms)), "machine": machine_record()["cpu"]["model"],
+            "run_time_s": round(time.monotonic() - start, 1), "command": command}
+    if plot_label_cost(card, os.path.join(out, "labels-cost.png")):
+        card["label_cost_plot"] = "labels-cost.png"
+    write_json_atomic(os.path.join(out, "scorecard.json"), card)
+    has_tags = any(not t.startswith("_") for t in card["tags"])
+    if has_tags:
+        plot_scorecard(card, os.path.join(out, "scorecard.png"))
+    write_text_atomic(os.path.join(out, "report.md"), report_markdown(card, "scorecard.png" if has_tags else None))
+    return card
