@@ -691,6 +691,7 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--no-progress", action="store_true", help="no progress bar")
     gate.add_argument("--json", action="store_true", help="print gate.json's record as one JSON object")
     gate.set_defaults(handler=_cmd_gate)
+
     suite = commands.add_parser("suite", help="the credit-assignment suite: every arm's labels against exact values "
                                               "and its learning at equal attempts and equal cost, scored in [0, 1]")
     suite.add_argument("--out", required=True, help="suite directory")
