@@ -29,18 +29,19 @@ from scipy import stats as scipy_stats
 
 from jaxcredit.analysis.snr import TURN_LEVEL, SnrConfig, _snr, fit_loglog, seeded_moments, tabular_policy
 from jaxcredit.analysis.snr_theory import predicted_snr
-from jaxcredit.envs.routine import Routine, horizon_of
+from jaxcredit.envs.routine import Routine
 
 
 def fixed_decision_envs(*, decisions: int, densities, **env_config) -> list[Routine]:
     """One `Routine(decisions=D, density=ρ)` per density, sharing the token layout of the largest
     horizon (`vocab_horizon`). Raises `ValueError` for a density whose horizon is out of range or
     two densities with the same horizon."""
-    horizons = [horizon_of(decisions, d) for d in densities]
+    env_config = {k: v for k, v in env_config.items() if k not in ("horizon", "density", "decisions")}
+    vocab = env_config.pop("vocab_horizon", 0) or 0
+    horizons = [Routine(decisions=decisions, density=d, **env_config).horizon for d in densities]  # validates
     if len(set(horizons)) != len(horizons):
         raise ValueError(f"densities {list(densities)} give repeated horizons {horizons} at {decisions} decisions")
-    env_config = {k: v for k, v in env_config.items() if k not in ("horizon", "density", "decisions")}
-    vocab = max(env_config.pop("vocab_horizon", 0) or 0, max(horizons))
+    vocab = max(vocab, max(horizons))
     return [Routine(decisions=decisions, density=d, vocab_horizon=vocab, **env_config) for d in densities]
 
 

@@ -42,6 +42,10 @@ def test_predicted_ratio_hand_value():
     (["--density", "0.01,0.5", "--horizon", "16"], "rounds to 0 decisions"),
     (["--batches", "20", "--blocks", "8"], "multiple of num_blocks"),
     (["--estimators", "exact,mc"], "must include outcome"),
+    (["--decisions", "2", "--horizon", "8"], "--horizon and --decisions exclude each other"),
+    (["--decisions", "2", "--density", "0.5,0.49"], "repeated horizons [4, 4]"),
+    (["--decisions", "2", "--density", "1,0.01"], "need horizon 200"),
+    (["--decisions", "2", "--cue", "secret"], "routine.cue"),
 ])
 def test_snr_command_bad_input(argv, message, capsys):
     assert main(["snr", *argv]) == 2
@@ -95,3 +99,36 @@ def test_closed_form_snr_matches_monte_carlo_on_a_tiny_fixed_decision_case():
     assert predicted["exact"] / predicted["outcome"] == pytest.approx(3.32, abs=0.01)
     np.testing.assert_allclose(measured, [predicted[n] for n in ("outcome", "exact", "mc")], rtol=0.1)
     assert predicted["outcome"] < predicted["mc"] < predicted["exact"]
+
+
+def test_density_fixed_preset_keeps_d_fixed_and_hides_the_answer():
+    from jaxcredit.train import get_preset
+
+    spec = get_preset("density-fixed")
+    cells = spec.cell_configs()
+    assert len(cells) == 2 * 3 * 5 and spec.base["num_seeds"] >= 5
+    horizons = set()
+    for (regime, arm), config in cells.items():
+        env = make("routine", **dict(config.env_overrides))
+        assert env.num_decisions == 4 and env.cue == "index" and env.vocab_size == 64 + 2 + 4
+        horizons.add(env.horizon)
+        if regime == "attempts":  # an evaluation after every update
+            assert config.budget // config.num_evals == config.episodes_per_iteration
+    assert horizons == {4, 8, 16, 32, 64}
+
+
+def test_snr_command_fixed_decisions_json(capsys):
+    """`snr --decisions 2 --json`: horizons D / ρ, one SNR per seed and density, and fits whose
+    amplitude slope is half the power slope, with the closed form beside the tabular policy."""
+    import json
+
+    argv = ["snr", "--decisions", "2", "--density", "1,0.5", "--cue", "index", "--policy", "tabular",
+            "--estimators", "outcome,outcome-rloo,exact", "--batches", "8", "--blocks", "2", "--problems", "2",
+            "--seeds", "2", "--json"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["horizons"] == [2, 4] and summary["seeds"] == [0, 1]
+    assert np.asarray(summary["snr"]["exact"]).shape == (2, 2)
+    fit = summary["fit"]["exact/outcome-rloo"]
+    assert fit["amplitude"]["slope"] == pytest.approx(fit["power"]["slope"] / 2)
+    assert summary["predicted"]["outcome"] == "outcome-rloo" and len(summary["predicted"]["snr"]["exact"]) == 2
