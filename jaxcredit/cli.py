@@ -380,7 +380,8 @@ def _snr_fixed_decisions(args, config, network) -> None:
         from jaxcredit.checkpoint import load_policy_checkpoint
 
         loaded = load_policy_checkpoint(args.checkpoint, make=make, env_name="routine")
-        env_config = {**loaded.env.config(), **{k: v for k, v in env_config.items() if k == "placement"}}
+        env_config = {**{k: v for k, v in loaded.env.config().items() if k not in ("horizon", "density", "decisions")},
+                      "placement": args.placement}
         options = {"policy": "checkpoint", "policy_fn": loaded.policy_fn, "params": loaded.params}
     envs = fixed_decision_envs(decisions=args.decisions, densities=config.densities, **env_config)
     if args.checkpoint and task_sizes(envs[0]) != task_sizes(loaded.env):

@@ -132,3 +132,18 @@ def test_snr_command_fixed_decisions_json(capsys):
     fit = summary["fit"]["exact/outcome-rloo"]
     assert fit["amplitude"]["slope"] == pytest.approx(fit["power"]["slope"] / 2)
     assert summary["predicted"]["outcome"] == "outcome-rloo" and len(summary["predicted"]["snr"]["exact"]) == 2
+
+
+def test_snr_command_fixed_decisions_from_a_checkpoint(capsys):
+    """The committed partly trained policy (D = 2, cue index, V = 64) reads every horizon of a D = 2
+    grid; a D = 4 grid needs another network, which is refused in one line."""
+    import json
+
+    argv = ["snr", "--decisions", "2", "--checkpoint", "docs/density/policy-d2", "--density", "1,0.5",
+            "--estimators", "outcome,exact", "--batches", "4", "--blocks", "2", "--problems", "2", "--json"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["config"]["policy"] == "checkpoint" and summary["horizons"] == [2, 4]
+    assert summary["config"]["env"]["cue"] == "index" and summary["config"]["env"]["vocab_horizon"] == 64
+    assert main(["snr", "--decisions", "4", "--checkpoint", "docs/density/policy-d2", "--density", "1,0.5"]) == 2
+    assert "train it with the same decisions" in capsys.readouterr().err
