@@ -33,7 +33,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from scipy import stats as scipy_stats
 
-from jaxcredit.analysis.snr_theory import predicted_snr, trace_terms
+from jaxcredit.analysis.snr_theory import trace_terms
 from jaxcredit.credit import BASELINES, branch_action_values, exact_advantage, mc_advantage, outcome_advantage
 from jaxcredit.envs.routine import Routine, decision_layout, num_decisions_of
 from jaxcredit.policy_fn import action_probabilities, log_probabilities

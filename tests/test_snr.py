@@ -83,7 +83,6 @@ def test_closed_form_snr_matches_monte_carlo_on_a_tiny_fixed_decision_case():
     outcome (rloo), exact and mc over 512 batches is within 10% of `predicted_snr`, and so is the
     ratio exact/outcome (predicted 3.32)."""
     import jax
-    import jax.numpy as jnp
 
     from jaxcredit.analysis.snr import _snr, seeded_moments
     from jaxcredit.analysis.snr_theory import predicted_snr
@@ -108,7 +107,7 @@ def test_density_fixed_preset_keeps_d_fixed_and_hides_the_answer():
     cells = spec.cell_configs()
     assert len(cells) == 2 * 3 * 5 and spec.base["num_seeds"] >= 5
     horizons = set()
-    for (regime, arm), config in cells.items():
+    for (regime, _arm), config in cells.items():
         env = make("routine", **dict(config.env_overrides))
         assert env.num_decisions == 4 and env.cue == "index" and env.vocab_size == 64 + 2 + 4
         horizons.add(env.horizon)
