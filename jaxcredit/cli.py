@@ -328,6 +328,8 @@ def _cmd_snr(args) -> None:
                            mlp_dim=4 * args.d_model)
     if args.decisions:
         return _snr_fixed_decisions(args, config, network)
+    if args.seeds > 1:
+        raise CommandError("--seeds needs --decisions (the fixed-horizon measurement has one --seed)")
     env_config = dict(horizon=args.horizon or 16, num_choices=args.num_choices, failure=args.failure,
                       survival=args.survival, placement=args.placement, density=1.0, cue=args.cue)
     if args.checkpoint:

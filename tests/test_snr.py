@@ -46,6 +46,7 @@ def test_predicted_ratio_hand_value():
     (["--decisions", "2", "--density", "0.5,0.49"], "repeated horizons [4, 4]"),
     (["--decisions", "2", "--density", "1,0.01"], "need horizon 200"),
     (["--decisions", "2", "--cue", "secret"], "routine.cue"),
+    (["--seeds", "3"], "--seeds needs --decisions"),
 ])
 def test_snr_command_bad_input(argv, message, capsys):
     assert main(["snr", *argv]) == 2
