@@ -2,6 +2,8 @@
 equal the network on stepped states, the ledger counts the steps, every credit arm trains with it,
 and a saved afterstate policy loads back as one."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -54,23 +56,23 @@ def test_scores_are_the_network_on_each_actions_stepped_next_state(small_arithme
     env = small_arithmetic
     network = make_policy(NETWORK, env)
     params = perturbed(network, env)
-    states = jax.vmap(env.init)(jax.random.split(jax.random.key(3), 4))
+    states = jax.vmap(env.init)(jax.random.split(jax.random.key(3), 2))
     trajectory, _ = rollout(env, network.policy_fn, params, states, jax.random.key(4), num_turns=env.max_turns)
     logits = np.asarray(network.policy_fn(params, trajectory.observation, trajectory.legal_action_mask))
-    checked = 0
+    step = jax.jit(env.step)
+    rows, where = [], []
     for b, t in zip(*np.nonzero(np.asarray(trajectory.live)), strict=True):
         state = jax.tree_util.tree_map(lambda x, b=b, t=t: x[b, t], trajectory.states)
         for action in np.nonzero(np.asarray(state.legal_action_mask))[0]:
-            nxt = env.step(state, jnp.int32(action))  # stepped by hand, one action at a time
-            ended = bool(nxt.terminated)
-            reward = float(nxt.reward)
+            nxt = step(state, jnp.int32(action))  # stepped by hand, one action at a time
+            ended, reward = bool(nxt.terminated), float(nxt.reward)
             tokens = [0] * env.observation_length if ended else np.asarray(nxt.observation).tolist()
-            tokens += [env.vocab_size + ended, env.vocab_size + 2 + (1 if reward > 0 else 2 if reward < 0 else 0)]
-            score = float(network.policy_fn.score_fn(params, jnp.asarray([tokens], jnp.int32))[0])
-            np.testing.assert_allclose(logits[b, t, action], score, rtol=1e-5, atol=1e-5)
-            checked += 1
-    assert checked > 20
-    assert np.ptp(logits[np.asarray(trajectory.legal_action_mask)]) > 0.01  # scores differ: not a tautology
+            rows.append(tokens + [env.vocab_size + ended,
+                                  env.vocab_size + 2 + (1 if reward > 0 else 2 if reward < 0 else 0)])
+            where.append((b, t, action))
+    scores = np.asarray(network.policy_fn.score_fn(params, jnp.asarray(rows, jnp.int32)))
+    np.testing.assert_allclose(logits[tuple(np.asarray(where).T)], scores, rtol=1e-5, atol=1e-5)
+    assert len(rows) > 20 and np.ptp(scores) > 0.01  # many afterstates, scores differ: not a tautology
 
 
 @pytest.mark.parametrize("env_name", ["small_mad", "small_arithmetic"])
@@ -83,15 +85,23 @@ def test_solver_network_probabilities_equal_the_policy_on_stepped_afterstates(en
     problem = env.sample_problem(jax.random.key(5))
     graph = build_graph(env, problem)
     start = start_position(env, problem)
-    probs, evals = network_policy_probs(env, problem, graph, network.policy_fn, params, horizon=env.max_turns,
-                                        start=start)
     reached = np.nonzero(np.asarray(positions_reached(graph, start)))[0]
-    for turns_left in range(1, env.max_turns + 1):
-        states = jax.vmap(lambda s, t=turns_left: env.position(problem, s, turn=env.max_turns - t)[0])(
-            jnp.asarray(reached))
-        direct = action_probabilities(network.policy_fn(params, afterstate_observations(env, states),
-                                                        states.legal_action_mask), states.legal_action_mask)
-        np.testing.assert_allclose(np.asarray(probs[turns_left, reached]), np.asarray(direct), atol=1e-5)
+
+    @jax.jit
+    def both(params):
+        probs, evals = network_policy_probs(env, problem, graph, network.policy_fn, params, horizon=env.max_turns,
+                                            start=start)
+
+        def direct(turns_left):
+            states = jax.vmap(lambda s: env.position(problem, s, turn=env.max_turns - turns_left)[0])(reached)
+            logits = network.policy_fn(params, afterstate_observations(env, states), states.legal_action_mask)
+            return action_probabilities(logits, states.legal_action_mask)
+
+        return probs[1:, reached], jax.vmap(direct)(jnp.arange(1, env.max_turns + 1)), evals
+
+    gathered, stepped, evals = both(params)
+    np.testing.assert_allclose(np.asarray(gathered), np.asarray(stepped), atol=1e-5)
+    assert np.ptp(np.asarray(stepped)[np.asarray(stepped) > 0]) > 0.01  # not uniform: the scores matter
     assert 0 < int(evals) <= 3 * reached.size * env.max_turns + 3
 
 
@@ -104,7 +114,7 @@ def test_rollout_charges_one_step_per_legal_action_of_each_live_state(small_mad)
     legal = np.asarray(trajectory.legal_action_mask) & np.asarray(trajectory.live)[..., None]
     assert int(counts.afterstate_env_steps) == int(legal.sum()) > int(counts.env_steps)
     assert trajectory.observation.shape[-1] == env.num_actions * afterstate_width(env.observation_length)
-    token_network = make_policy(PolicyConfig(d_model=16, num_layers=1, num_heads=2, mlp_dim=32), env)
+    token_network = make_policy(dataclasses.replace(NETWORK, policy_input="tokens"), env)
     _, token_counts = rollout(env, token_network.policy_fn, token_network.init_fn(jax.random.key(0)), states,
                               jax.random.key(1), num_turns=env.max_turns)
     assert int(token_counts.afterstate_env_steps) == 0
@@ -164,3 +174,24 @@ def test_unknown_policy_input_is_a_value_error():
         config_from_dict({"policy_input": "pixels"})
     with pytest.raises(ValueError, match="policy.policy_input"):
         PolicyConfig(policy_input="pixels")
+
+
+def test_undo_depends_on_history_the_tokens_hide_and_the_afterstate_shows():
+    """On [1, 2, 3] -> 6 two reached positions have equal observations but UNDO leads to different
+    states (found by search over the graph); their afterstate encodings of UNDO differ."""
+    env = make("arithmetic", count=3, max_turns=4)
+    problem = env.make_problem([1, 2, 3], 6)
+    graph = build_graph(env, problem)
+    reached = np.asarray(positions_reached(graph, start_position(env, problem)))
+    observation, undo_next = np.asarray(graph.observation), np.asarray(graph.next_position)[:, env.undo_action]
+    seen, pair = {}, None
+    for s in np.nonzero(reached & np.asarray(graph.legal)[:, env.undo_action])[0]:
+        other = seen.setdefault(observation[s].tobytes(), s)
+        if (observation[undo_next[other]] != observation[undo_next[s]]).any():
+            pair = (other, s)
+            break
+    assert pair is not None  # the token observation cannot tell where UNDO leads
+    states = jax.vmap(lambda s: env.position(problem, s)[0])(jnp.asarray(pair))
+    assert (np.asarray(states.observation[0]) == np.asarray(states.observation[1])).all()
+    encoded = np.asarray(afterstate_observations(env, states)).reshape(2, env.num_actions, -1)
+    assert (encoded[0, env.undo_action] != encoded[1, env.undo_action]).any()  # the afterstate input shows it
