@@ -127,8 +127,7 @@ ARMS = {
     "exact": {},
     "solver": {"solver_policy": "optimal"},
     "critic": {"critic_label_states": 8, "critic_continuations": 2},
-    "predictor": {"predictor_states": 8, "predictor_continuations": 1, "predictor_steps": 2,
-                  "predictor_eval_states": 4},
+    "predictor": {"predictor_states": 8, "predictor_steps": 2, "predictor_eval_states": 0},
 }
 
 
