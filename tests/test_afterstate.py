@@ -194,3 +194,13 @@ def test_undo_depends_on_history_the_tokens_hide_and_the_afterstate_shows():
     assert (np.asarray(states.observation[0]) == np.asarray(states.observation[1])).all()
     encoded = np.asarray(afterstate_observations(env, states)).reshape(2, env.num_actions, -1)
     assert (encoded[0, env.undo_action] != encoded[1, env.undo_action]).any()  # the afterstate input shows it
+
+
+def test_results_pages_show_the_afterstate_counter_only_where_it_was_spent():
+    from jaxcredit.analysis.page import _accounts
+    from jaxcredit.ledger import ACCOUNTS
+
+    tokens = {"r/outcome": [{"main_env_steps": 10, "afterstate_env_steps": 0, "total_env_steps": 10}]}
+    afterstate = {"r/outcome": [{"main_env_steps": 10, "afterstate_env_steps": 40, "total_env_steps": 50}]}
+    assert _accounts(tokens) == list(ACCOUNTS)
+    assert _accounts(afterstate) == [*ACCOUNTS, "afterstate"]
