@@ -45,6 +45,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcredit import solver
+from jaxcredit.afterstate import input_env_steps, policy_observations
 from jaxcredit.credit import (
     anchor_advantage,
     branch_action_values,
@@ -111,8 +112,9 @@ class CreditResult(NamedTuple):
 
     Attributes:
       advantage: float32 `[B, T]`, 0 on non-live steps.
-      critic_batch: `(observation [M, L], legal [M, A], target [M], valid [M])` for the arms that
-        train the value head (critic, progress-model), else None.
+      critic_batch: `(observation [M, P], legal [M, A], target [M], valid [M])` for the arms that
+        train the value head (critic, progress-model; `P`: what the policy reads,
+        `afterstate.policy_observations`), else None.
       charge: `{account: Counts}`, the work spent, per ledger account (empty: no work).
       action_values: float32 `[B, T, A]`, the exact value of every legal action at each step's
         state (`credit.solver_menu_values`; what the value-target objectives train on) for the arms
@@ -314,7 +316,8 @@ def critic_values(context: CreditContext, trajectory: Trajectory) -> jax.Array:
     """float32 `[B, T+1]`: the value head at every state before an action and at the final states."""
     final = trajectory.final_state
     v_steps = context.value_fn(context.params, trajectory.observation, trajectory.legal_action_mask)
-    v_final = context.value_fn(context.params, final.observation, final.legal_action_mask)
+    v_final = context.value_fn(context.params, policy_observations(context.env, context.policy_fn, final),
+                               final.legal_action_mask)
     return jnp.concatenate([v_steps, v_final[:, None]], axis=1)
 
 
@@ -330,7 +333,10 @@ def critic_labels(context: CreditContext, trajectory: Trajectory, key: jax.Array
     states = jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[2:])[chosen], trajectory.states)
     result = branch_returns(context.env, context.policy_fn, context.params, states, branch_key,
                             num_continuations=c.critic_continuations, sharding=context.sharding)
-    return (states.observation, states.legal_action_mask, result.mean, result.valid), result.counts
+    observation = policy_observations(context.env, context.policy_fn, states)  # what the value head reads
+    counts = result.counts.replace(afterstate_env_steps=result.counts.afterstate_env_steps
+                                   + input_env_steps(context.policy_fn, states))
+    return (observation, states.legal_action_mask, result.mean, result.valid), counts
 
 
 def critic_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
@@ -406,8 +412,8 @@ def predictor_arm(context: CreditContext, trajectory: Trajectory, problems: Any,
     if context.prepared is None:
         raise ValueError("credit arm 'predictor' needs its prepared model (CreditContext.prepared); "
                          "the trainer's init makes it")
-    q_fn = predictor_network(context).policy_fn
-    q_hat = predicted_action_values(q_fn, context.prepared["params"], trajectory.observation,
+    q_fn = predictor_network(context).policy_fn  # a token network: it reads the observation tokens
+    q_hat = predicted_action_values(q_fn, context.prepared["params"], trajectory.states.observation,
                                     trajectory.legal_action_mask)
     advantage = q_advantage(context, trajectory, q_hat, params=context.prepared["labelling_params"])
     return CreditResult(jax.lax.stop_gradient(advantage), None, {})

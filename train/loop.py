@@ -388,7 +388,8 @@ def make_train(config: TrainConfig) -> Trainer:
 
     env = make(config.env, **config.env_kwargs)
     policy_config = PolicyConfig(d_model=config.d_model, num_layers=config.num_layers,
-                                 num_heads=config.num_heads, mlp_dim=config.mlp_dim)
+                                 num_heads=config.num_heads, mlp_dim=config.mlp_dim,
+                                 policy_input=config.policy_input)
     too_large = env.num_positions * env.num_actions > 4_000_000
     if credit_arm(config.credit).enumerates and too_large:
         raise ValueError(f"credit {config.credit!r} enumerates {env.num_positions} positions x {env.num_actions} "
