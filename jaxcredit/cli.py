@@ -205,10 +205,11 @@ def _cmd_gate(args) -> None:
 
 
 def _cmd_suite(args) -> None:
-    from jaxcredit.suite.experiments import BUILTIN_ARMS
+    from jaxcredit.suite.experiments import BUILTIN_ARMS, QUICK_ARMS
     from jaxcredit.suite.run import run_suite
 
-    names = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(BUILTIN_ARMS)
+    default = QUICK_ARMS if args.quick else tuple(BUILTIN_ARMS)
+    names = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(default)
     arms = {}
     for name in names:  # a built-in suite arm by its name, or any registered credit arm with its defaults
         arms[name] = BUILTIN_ARMS.get(name, {"credit": name})
@@ -750,8 +751,8 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--out", required=True, help="suite directory")
     suite.add_argument("--quick", action="store_true", help="the quick sizes (2 seeds, small budgets; minutes on a CPU)")
     suite.add_argument("--arms", default=None, metavar="A,B,...",
-                       help="arms to score (default: every built-in suite arm); a name that is not a built-in suite "
-                            "arm is a registered credit arm with its default options")
+                       help="arms to score (default: every built-in suite arm; --quick: outcome, mc, exact); a name "
+                            "that is not a built-in suite arm is a registered credit arm with its default options")
     suite.add_argument("--experiments", default=None, metavar="E,F,...", help="run only these experiments")
     suite.add_argument("--resume", action="store_true", help="continue the suite in --out")
     suite.add_argument("--no-progress", action="store_true", help="no progress lines or bars")
