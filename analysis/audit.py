@@ -32,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcredit.afterstate import policy_observations
 from jaxcredit.analysis.classes import (
     ABSOLUTE_TOLERANCE,
     RELATIVE_TOLERANCE,
@@ -176,7 +177,7 @@ def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array
 
     states = jax.tree_util.tree_map(lambda x: x[rows, picked], trajectory.states)
     legal = np.asarray(states.legal_action_mask)
-    logits = policy_fn(params, states.observation, states.legal_action_mask)
+    logits = policy_fn(params, policy_observations(env, policy_fn, states), states.legal_action_mask)
     probs = np.asarray(action_probabilities(logits, states.legal_action_mask), np.float64)
     exact_q = values["q"][rows, picked].astype(np.float64)
     success = np.asarray(env.episode_success(trajectory.final_state, trajectory.episode_return))
@@ -288,6 +289,6 @@ def _final_context(env, policy_fn, params, trajectory, *, chunk: int = 4096) -> 
     probs = []
     for begin in range(0, b.size, chunk):
         part = jax.tree_util.tree_map(lambda x, begin=begin: x[begin:begin + chunk], states)
-        logits = policy_fn(params, part.observation, part.legal_action_mask)
+        logits = policy_fn(params, policy_observations(env, policy_fn, part), part.legal_action_mask)
         probs.append(np.asarray(action_probabilities(logits, part.legal_action_mask), np.float64))
     return final_context_summary(env, states, np.concatenate(probs), np.asarray(trajectory.action)[b, t])

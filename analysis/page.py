@@ -181,9 +181,11 @@ def first_reach(rows: list, threshold: float) -> dict:
 
 
 def _accounts(rows_by_cell: dict) -> list:
-    """The ledger accounts with counters in the rows: `ACCOUNTS` first, then any other, sorted."""
+    """The ledger accounts with counters in the rows: `ACCOUNTS` first, then any other with a nonzero
+    count, sorted (`afterstate` only where an afterstate policy ran)."""
     found = {key[: -len("_env_steps")] for rows in rows_by_cell.values() for row in rows for key in row
-             if key.endswith("_env_steps") and key not in ("total_env_steps", "last_iteration_env_steps")}
+             if key.endswith("_env_steps") and key not in ("total_env_steps", "last_iteration_env_steps")
+             and (key[: -len("_env_steps")] in ACCOUNTS or row[key])}
     return list(ACCOUNTS) + sorted(found - set(ACCOUNTS))
 
 

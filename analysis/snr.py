@@ -33,6 +33,7 @@ import numpy as np
 from jax.flatten_util import ravel_pytree
 from scipy import stats as scipy_stats
 
+from jaxcredit.analysis.snr_theory import trace_terms
 from jaxcredit.credit import BASELINES, branch_action_values, exact_advantage, mc_advantage, outcome_advantage
 from jaxcredit.envs.routine import Routine, decision_layout, num_decisions_of
 from jaxcredit.policy_fn import action_probabilities, log_probabilities
@@ -40,7 +41,8 @@ from jaxcredit.rollout import rollout
 from jaxcredit.solver_values import reference_values
 from jaxcredit.validation import require_int
 
-ESTIMATORS = ("outcome", "exact", "mc")
+ESTIMATORS = ("outcome", "exact", "mc", "outcome-grpo", "outcome-rloo", "outcome-mean")
+TURN_LEVEL = ("exact", "mc")  # the estimators whose SNR is compared with the outcome ones'
 DEFAULT_DENSITIES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.0)
 
 
@@ -49,7 +51,7 @@ class SnrConfig:
     """What `gradient_moments` measures. `num_batches` N must be a multiple of `num_blocks` J."""
 
     densities: tuple[float, ...] = DEFAULT_DENSITIES
-    estimators: tuple[str, ...] = ESTIMATORS
+    estimators: tuple[str, ...] = ("outcome", "exact", "mc")
     num_batches: int = 256
     num_blocks: int = 8
     problems_per_batch: int = 8
@@ -69,7 +71,8 @@ class SnrConfig:
         require_int("snr.mc_continuations", self.mc_continuations, 1)
         unknown = sorted(set(self.estimators) - set(ESTIMATORS))
         if unknown or "outcome" not in self.estimators or len(set(self.estimators)) != len(self.estimators):
-            raise ValueError(f"snr.estimators must include outcome, without repeats, from {', '.join(ESTIMATORS)}; "
+            raise ValueError(f"snr.estimators must include outcome, without repeats, from {', '.join(ESTIMATORS)} "
+                             "(outcome-X: the outcome estimator with baseline X); "
                              f"got {', '.join(self.estimators)}")
         if self.baseline not in BASELINES:
             raise ValueError(f"unknown outcome baseline {self.baseline!r}; choices: {', '.join(BASELINES)}")
@@ -78,10 +81,11 @@ class SnrConfig:
 
 
 def tabular_policy(env: Routine):
-    """`(init_fn, policy_fn)` of a table of logits `[H + 1, C + 1, C]` indexed by the observation
-    (progress, cue): every turn of an episode reads its own row (what the derivation assumes).
-    `init_fn(key)` returns zeros: the uniform policy."""
-    shape = (env.horizon + 1, env.num_choices + 1, env.num_choices)
+    """`(init_fn, policy_fn)` of a table of logits `[V + 1, X + 1, C]` indexed by the observation
+    (progress, cue), V the token horizon and X the decision cues (C or D): every turn of an episode
+    reads its own row (what the derivation assumes). `init_fn(key)` returns zeros: the uniform policy."""
+    num_cues = env.vocab_size - env.token_horizon - 1
+    shape = (env.token_horizon + 1, num_cues, env.num_choices)
 
     def init_fn(key):
         del key
@@ -89,7 +93,7 @@ def tabular_policy(env: Routine):
 
     def policy_fn(params, observation, legal_action_mask):
         del legal_action_mask
-        return params["table"][observation[..., 0], observation[..., 1] - (env.horizon + 1)]
+        return params["table"][observation[..., 0], observation[..., 1] - (env.token_horizon + 1)]
 
     return init_fn, policy_fn
 
@@ -99,8 +103,9 @@ def _advantages(env, policy_fn, params, trajectory, problems, key, *, config: Sn
     G, horizon = config.group_size, env.max_turns
     out = []
     for name in config.estimators:
-        if name == "outcome":
-            out.append(outcome_advantage(trajectory, group_size=G, baseline=config.baseline))
+        if name.startswith("outcome"):
+            baseline = name.partition("-")[2] or config.baseline
+            out.append(outcome_advantage(trajectory, group_size=G, baseline=baseline))
         elif name == "exact":
             values, _ = jax.vmap(lambda p: reference_values(env, p, policy="network", horizon=horizon,
                                                             policy_fn=policy_fn, params=params))(problems)
@@ -116,19 +121,18 @@ def _advantages(env, policy_fn, params, trajectory, problems, key, *, config: Sn
     return jnp.stack(out)
 
 
-@functools.partial(jax.jit, static_argnames=("env", "policy_fn", "config"))
-def gradient_moments(env: Routine, policy_fn, params: Any, num_decisions: jax.Array, *, config: SnrConfig):
-    """`(sums, sums_of_squares)`, float32 `[R, J, E, D]`: per density (int32 `[R]` decision counts),
-    block and estimator, the sum over the block's batches of the flattened gradient and of its square."""
+def _density_moments(env: Routine, policy_fn, params: Any, key: jax.Array, count: jax.Array, *, config: SnrConfig):
+    """`(sums, sums_of_squares)`, float32 `[J, E, D]`, at one decision count (int `[]`). Consumes `key`."""
     flat, unravel = ravel_pytree(params)
     P, G = config.problems_per_batch, config.group_size
     per_block = config.num_batches // config.num_blocks
+    answers = env.answers()
 
     def batch_gradients(key, count):
         problem_key, action_key, label_key = jax.random.split(key, 3)
         problems = jax.vmap(lambda k: decision_layout(k, horizon=env.horizon, num_decisions=count,
-                                                      placement=env.placement, num_choices=env.num_choices))(
-            jax.random.split(problem_key, P))
+                                                      placement=env.placement, num_choices=env.num_choices,
+                                                      answers=answers))(jax.random.split(problem_key, P))
         repeated = jax.tree_util.tree_map(lambda x: jnp.repeat(x, G, axis=0), problems)
         trajectory, _ = rollout(env, policy_fn, params, jax.vmap(env.init_problem)(repeated), action_key,
                                 num_turns=env.max_turns)
@@ -142,18 +146,29 @@ def gradient_moments(env: Routine, policy_fn, params: Any, num_decisions: jax.Ar
 
         return jax.vmap(jax.grad(surrogate), in_axes=(None, 0))(flat, advantages)  # [E, D]
 
-    def block(args):
-        key, count = args
+    def block(key):
         grads = jax.vmap(batch_gradients, in_axes=(0, None))(jax.random.split(key, per_block), count)
         return jnp.sum(grads, axis=0), jnp.sum(grads**2, axis=0)
 
-    def density(args):
-        key, count = args
-        keys = jax.random.split(key, config.num_blocks)
-        return jax.lax.map(block, (keys, jnp.broadcast_to(count, (config.num_blocks,))))
+    return jax.lax.map(block, jax.random.split(key, config.num_blocks))
 
+
+@functools.partial(jax.jit, static_argnames=("env", "policy_fn", "config"))
+def gradient_moments(env: Routine, policy_fn, params: Any, num_decisions: jax.Array, *, config: SnrConfig):
+    """`(sums, sums_of_squares)`, float32 `[R, J, E, D]`: per density (int32 `[R]` decision counts),
+    block and estimator, the sum over the block's batches of the flattened gradient and of its square."""
     keys = jax.random.split(jax.random.key(config.seed), num_decisions.shape[0])
-    return jax.lax.map(density, (keys, num_decisions.astype(jnp.int32)))
+    return jax.lax.map(lambda args: _density_moments(env, policy_fn, params, *args, config=config),
+                       (keys, num_decisions.astype(jnp.int32)))
+
+
+@functools.partial(jax.jit, static_argnames=("env", "policy_fn", "config"))
+def seeded_moments(env: Routine, policy_fn, params: Any, keys: jax.Array, *, config: SnrConfig):
+    """`(sums, sums_of_squares)`, float32 `[N, J, E, D]` on `env` at its own decision count, one
+    row per seed: `params` stacked on a leading seed axis `[N, ...]`, `keys` `[N]` (consumed)."""
+    count = jnp.asarray(env.num_decisions, jnp.int32)
+    return jax.lax.map(lambda args: _density_moments(env, policy_fn, args[0], args[1], count, config=config),
+                       (params, keys))
 
 
 def _snr(s1: np.ndarray, s2: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -189,16 +204,17 @@ def snr_summary(sums: np.ndarray, squares: np.ndarray, *, config: SnrConfig, den
         out["snr"][name] = snr[:, e].tolist()
         out["median_parameter_snr"][name] = median[:, e].tolist()
     t = scipy_stats.t.ppf(0.975, J - 1)
+    o = names.index("outcome")
     for e, name in enumerate(names):
-        if name == "outcome":
+        if name.startswith("outcome"):
             continue
-        ratio = snr[:, e] / snr[:, 0]
+        ratio = snr[:, e] / snr[:, o]
         out["ratio"][f"{name}/outcome"] = ratio.tolist()
         if not (np.isfinite(ratio).all() and (ratio > 0).all()):
             out["fit"][f"{name}/outcome"] = None  # a non-positive SNR (no signal measured): no log-log fit
             continue
         slope, intercept, r2 = fit_loglog(densities, ratio)
-        jack = np.array([fit_loglog(densities, r[:, e] / r[:, 0])[0] if np.all(r[:, e] / r[:, 0] > 0) else np.nan
+        jack = np.array([fit_loglog(densities, r[:, e] / r[:, o])[0] if np.all(r[:, e] / r[:, o] > 0) else np.nan
                          for r in leave_out])
         se = float(np.sqrt((J - 1) / J * np.nansum((jack - np.nanmean(jack)) ** 2)))
         out["fit"][f"{name}/outcome"] = {"slope": slope, "intercept": intercept, "r2": r2, "slope_se": se,
@@ -207,20 +223,12 @@ def snr_summary(sums: np.ndarray, squares: np.ndarray, *, config: SnrConfig, den
 
 
 def predicted_ratio(*, horizon: int, num_decisions: int, num_choices: int, failure: str, survival: float,
-                    group_size: int, placement: str) -> float:
+                    group_size: int, placement: str, cue: str = "right") -> float:
     """SNR(exact) / SNR(outcome) for the tabular policy at uniform init with the rloo (or mean)
     baseline, from the closed form in docs/density.md (exact, not an approximation)."""
-    H, D, C, G = horizon, num_decisions, num_choices, group_size
-    s = 0.0 if failure == "fatal" else survival
-    f, g = (1 + (C - 1) * s) / C, (1 + (C - 1) * s**2) / C  # E[success factor], E[factor²] per decision
-    sigma2 = 1 - 1 / C  # ||∇ log π||² per turn
-    var_r = g**D - f ** (2 * D)
-    kappa2 = ((1 - s) * f ** (D - 1) / C) ** 2
-    m2 = D * kappa2 * sigma2  # E ||m(problem)||²
-    m1 = m2 * (D / (H * C) if placement == "random" else 1 / C)  # ||E m(problem)||²
-    outcome = G**2 * H * sigma2 * var_r / (G - 1) + G * (G - 1) * (1 + 1 / (G - 1) ** 2) * m2 - G**2 * m1
-    exact = G * sigma2 * var_r + G * (G - 1) * m2 - G**2 * m1
-    return float(outcome / exact)
+    terms = trace_terms(horizon=horizon, num_decisions=num_decisions, num_choices=num_choices, failure=failure,
+                        survival=survival, group_size=group_size, placement=placement, cue=cue)
+    return float(terms["outcome"] / terms["exact"])
 
 
 def predicted_slope(env: Routine, densities, *, group_size: int) -> tuple[float, list[float]]:
@@ -229,7 +237,7 @@ def predicted_slope(env: Routine, densities, *, group_size: int) -> tuple[float,
     counts = [num_decisions_of(d, env.horizon) for d in densities]
     ratios = [predicted_ratio(horizon=env.horizon, num_decisions=count, num_choices=env.num_choices,
                               failure=env.failure, survival=env.survival, group_size=group_size,
-                              placement=env.placement) for count in counts]
+                              placement=env.placement, cue=env.cue) for count in counts]
     return fit_loglog(np.asarray(counts, np.float64) / env.horizon, np.asarray(ratios))[0], ratios
 
 

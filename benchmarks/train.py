@@ -17,6 +17,12 @@ iteration's is its continuations' forward passes `label_policy_evals * f` (f and
 and forward + backward FLOPs per observation). A bound in seconds is FLOPs / R; the target is an
 iteration within 1.5x of its bound and passes at >= 0.50 of R.
 
+Policy input: the outcome and solver (optimal μ) iterations with `policy_input=tokens` and
+`afterstate` on default MAD and default arithmetic (C = 4, A = 53), timed in the same interleaved
+run: seconds per iteration, the afterstate environment steps one iteration spends (the ledger's
+`afterstate_env_steps`) and the ratio of afterstate to token time (`--quick`: tiny MAD and
+arithmetic with three numbers, and the outcome arm only).
+
 `episodes_per_iteration` scaling: the outcome iteration's time at 16 to 1,024 episodes per
 iteration (problems per iteration x 4 attempts), one compile each. `--quick` runs tiny iterations
 (2 problems x 2 attempts), a 512 matmul, and reports its one outcome iteration as the scaling row.
@@ -36,6 +42,9 @@ from jaxcredit.rollout import rollout
 from jaxcredit.train import config_from_dict, make_train
 
 ARMS = {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 4}}
+INPUT_ENVS = {"mad": {"env": "mad"}, "arithmetic": {"env": "arithmetic"}}
+INPUT_CREDITS = {"outcome": {"credit": "outcome"}, "solver": {"credit": "solver", "credit_options.policy": "optimal"}}
+POLICY_INPUTS = ("tokens", "afterstate")
 SCALING_PROBLEMS = (4, 16, 64, 256)  # x 4 attempts: 16 .. 1,024 episodes per iteration
 TARGET_FRACTION = 0.50
 TARGET_BOUND_RATIO = 1.5
@@ -54,6 +63,18 @@ def _trainer(fields: dict, quick: bool):
              "mlp_dim": 64, "env_overrides": {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2,
                                               "max_turns": 5}, "holdout_fraction": 0.0} if quick else {}
     return make_train(config_from_dict({**fields, **extra, "num_seeds": 1, "eval_problems": 16}))
+
+
+def _input_trainer(env_fields: dict, credit_fields: dict, policy_input: str, quick: bool):
+    """The trainer of one (environment, arm, policy input) cell of the policy-input table."""
+    extra = {"num_seeds": 1, "eval_problems": 16, "policy_input": policy_input}
+    if quick:
+        tiny = ({"env_overrides": {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 5},
+                 "holdout_fraction": 0.0} if env_fields["env"] == "mad"
+                else {"env_overrides": {"count": 3, "max_turns": 4}})
+        extra.update(tiny, problems_per_iteration=2, attempts_per_problem=2, d_model=32, num_layers=1, num_heads=2,
+                     mlp_dim=64)
+    return make_train(config_from_dict({**env_fields, **credit_fields, **extra}))
 
 
 def _iteration(trainer):
@@ -115,6 +136,12 @@ def run(args) -> dict:
         if passes is None:
             passes = _passes(trainer, state)
             ppo_epochs = trainer.config.ppo_epochs
+    input_cells = [(env_name, credit, policy_input) for env_name in INPUT_ENVS
+                   for credit in (("outcome",) if quick else INPUT_CREDITS) for policy_input in POLICY_INPUTS]
+    for cell in input_cells:
+        env_name, credit, policy_input = cell
+        trainer = _input_trainer(INPUT_ENVS[env_name], INPUT_CREDITS[credit], policy_input, quick)
+        calls[":".join(cell)], spent[":".join(cell)], _ = _iteration(trainer)
     forward, gradient, flops_f, flops_g, count = passes
     n = 512 if quick else 1024
     timing = time_interleaved({**calls, "forward": forward, "forward_backward": gradient, "matmul": _matmul(n)},
@@ -155,6 +182,16 @@ def run(args) -> dict:
                   format_rate(flops_g / seconds["forward_backward"]), f"{fraction['forward_backward']:.3f}",
                   "met" if fraction["forward_backward"] >= TARGET_FRACTION else "missed"],
                  [f"matmul {n}x{n} float32", "", format_rate(matmul_rate), "1", ""]])
+    input_rows, input_ratios = [], {}
+    for env_name, credit in dict.fromkeys((e, c) for e, c, _ in input_cells):
+        tokens, afterstate = (f"{env_name}:{credit}:{policy_input}" for policy_input in POLICY_INPUTS)
+        input_ratios[f"train:{env_name}:{credit}:afterstate_vs_tokens"] = seconds[afterstate] / seconds[tokens]
+        input_rows.append([env_name, credit, f"{seconds[tokens] * 1e3:.1f} ms", f"{seconds[afterstate] * 1e3:.1f} ms",
+                           f"{seconds[afterstate] / seconds[tokens]:.2f}x", spent[tokens].main_env_steps,
+                           spent[afterstate].afterstate_env_steps])
+    print_table("policy input: one iteration with tokens vs afterstate",
+                ["env", "arm", "tokens", "afterstate", "afterstate/tokens", "main env steps",
+                 "afterstate env steps"], input_rows)
     print_table("outcome iteration vs episodes per iteration", ["episodes", "time/iteration", "time/episode"],
                 [[r["episodes"], f"{r['seconds'] * 1e3:.1f} ms", f"{r['seconds_per_episode'] * 1e3:.2f} ms"]
                  for r in scale])
@@ -170,10 +207,15 @@ def run(args) -> dict:
         "bound_flops": {f"train:{arm}": bound_flops[arm] for arm in ARMS},
         "bound_seconds": {f"train:{arm}": bound_seconds[arm] for arm in ARMS},
         "scaling": {"episodes_per_iteration": scale},
+        "policy_input": {":".join(cell): {"seconds_per_iteration": seconds[":".join(cell)],
+                                          "main_env_steps": spent[":".join(cell)].main_env_steps,
+                                          "afterstate_env_steps": spent[":".join(cell)].afterstate_env_steps}
+                         for cell in input_cells},
         "ratios": {f"train:forward_vs_matmul@{n}": fraction["forward"],
                    f"train:forward_backward_vs_matmul@{n}": fraction["forward_backward"],
                    "train:outcome_vs_bound": over_bound["outcome"],
                    "train:mc_vs_bound": over_bound["mc"],
-                   "train:outcome_vs_mc_steps_per_second": steps_per_second["outcome"] / steps_per_second["mc"]},
+                   "train:outcome_vs_mc_steps_per_second": steps_per_second["outcome"] / steps_per_second["mc"],
+                   **input_ratios},
         "machine": machine_description(),
     }

@@ -1,19 +1,31 @@
-"""Routine: an episode of `horizon` turns of which exactly `round(density * horizon)` are decisions.
+"""Routine: an episode of H turns of which exactly D are decisions, the rest routine.
 
 The decision-density environment. Every turn the agent picks one of `num_choices` actions (all
-legal). At a *decision* turn one action is right and the observation shows which; a wrong choice
-lowers the final success. At a *routine* turn every action is equivalent: all lead to the same
+legal). At a *decision* turn one action is right (the observation shows which, or only which
+decision this is: `cue` below); a wrong choice lowers the final success. At a *routine* turn every action is equivalent: all lead to the same
 next position, so the return distribution does not depend on the choice, yet something must be
 chosen -- a trajectory-level (outcome) gradient still pays the variance of the routine actions'
 scores. The exact solver's `Q - V` is therefore 0 on every routine turn and non-zero on every
 decision turn (tested), which makes the environment a controlled lab for the decision density
 ρ = decisions / turns.
 
-A problem (`RoutineProblem`) is the decision layout: `decision` bool `[H]` (exactly
-`D = round(density * H)` True, rounded half up) and `right` int32 `[H]` (the right action at a
-decision turn, 0 at routine turns). `placement`: `"random"` draws the D decision turns uniformly
+Two designs. **Fixed horizon** (`decisions=0`, the default): H = `horizon` and
+`D = round(density * horizon)` (half up), so a lower density also means fewer decisions.
+**Fixed decisions** (`decisions=D > 0`): D decisions and `H = round(D / density)` turns (half up;
+`horizon`, if given, must agree): routine turns are inserted and nothing else about the task
+changes, so the uniform policy's success (1/C^D, fatal) is the same at every density.
+
+A problem (`RoutineProblem`) is the decision layout: `decision` bool `[H]` (exactly D True) and
+`right` int32 `[H]` (the right action at a decision turn, 0 at routine turns). `placement`: `"random"` draws the D decision turns uniformly
 among the H turns for every problem; `"fixed"` puts them at `floor((2j + 1) H / (2D))`,
-`j = 0..D-1` (evenly spread). The right actions are uniform in `[0, num_choices)` either way.
+`j = 0..D-1` (evenly spread).
+
+`cue` says what a decision turn shows. `"right"` (the default): the right action itself, drawn
+uniformly per problem, so a policy that has learned to copy the cue solves every layout.
+`"index"`: only which decision this is (its ordinal j among the episode's decisions, 0..D-1); the
+right action of the j-th decision is fixed by the environment, `answers()[j]` (drawn once from
+`answer_seed`, the same for every problem, horizon and density), so it must be found by trying
+and nothing in the observation reveals it.
 
 The episode always lasts `horizon` accepted actions; the last one terminates it with reward
 `success(w)`, w the number of wrong decisions: `failure="fatal"` gives 1 when w = 0 and 0
@@ -25,9 +37,12 @@ Action layout (A = num_choices): action c is "choose c". Every action is legal w
 is live. The turn limit is `max_turns = horizon`, so a refused (out-of-range) action, which uses
 a turn and changes nothing else, leaves the episode short of its end: it truncates with reward 0.
 
-Observation (L = 2, vocabulary H + 2 + C): `[progress, cue]` with progress k in `[0, H]` the
-number of accepted actions (token k) and cue `H + 1` at a routine turn or `H + 2 + right` at a
-decision turn (routine once the episode has ended).
+Observation (L = 2): `[progress, cue]` with progress k in `[0, H]` the number of accepted actions
+(token k) and cue `V + 1` at a routine turn (and once the episode has ended), `V + 2 + right`
+(cue `"right"`) or `V + 2 + j` (cue `"index"`) at a decision turn. V is `vocab_horizon`
+(0: the horizon), the horizon the tokens are laid out for: environments of different horizons
+with one V share one token layout, so one network reads all of them. Vocabulary
+`V + 2 + C` (cue `"right"`) or `V + 2 + D` (cue `"index"`).
 
 Positions: `(k, w)` for k in `[0, H)` and w in `[0, W]` (W = 1 fatal, w capped at 1; W = H
 probabilistic), index `k (W + 1) + w`, S = H (W + 1); valid when w is at most the number of
@@ -52,7 +67,8 @@ from jaxcredit.validation import require_float, require_int
 MAX_HORIZON = 128
 PLACEMENTS = ("random", "fixed")
 FAILURES = ("fatal", "probabilistic")
-
+CUES = ("right", "index")
+DEFAULT_HORIZON = 16
 
 
 @struct.dataclass
@@ -76,10 +92,22 @@ def num_decisions_of(density: float, horizon: int) -> int:
     return int(np.floor(density * horizon + 0.5))
 
 
+def horizon_of(num_decisions: int, density: float) -> int:
+    """Host: the fixed-decisions horizon `H = round(num_decisions / density)`, rounded half up."""
+    return int(np.floor(num_decisions / density + 0.5))
+
+
+def answer_table(answer_seed: int, num_choices: int) -> np.ndarray:
+    """Host: int32 `[MAX_HORIZON]`, the right action of the j-th decision under cue `"index"`.
+    Entry j depends only on `answer_seed`, `num_choices` and j (not on H or D)."""
+    return np.random.default_rng(answer_seed).integers(0, num_choices, MAX_HORIZON).astype(np.int32)
+
+
 def decision_layout(key: jax.Array, *, horizon: int, num_decisions: jax.Array, placement: str,
-                    num_choices: int) -> RoutineProblem:
+                    num_choices: int, answers: np.ndarray | None = None) -> RoutineProblem:
     """A `RoutineProblem` with `num_decisions` (int `[]`, may be traced, in `[0, horizon]`) decision
-    turns placed by `placement` and uniform right actions. Consumes `key`."""
+    turns placed by `placement`; right actions uniform per problem, or, given `answers` (int
+    `[>= horizon]`, see `answer_table`), `answers[j]` at the j-th decision. Consumes `key`."""
     place_key, right_key = jax.random.split(key)
     turns = jnp.arange(horizon)
     num_decisions = jnp.asarray(num_decisions, jnp.int32)
@@ -92,7 +120,11 @@ def decision_layout(key: jax.Array, *, horizon: int, num_decisions: jax.Array, p
         decision = jnp.any((spots[None, :] == turns[:, None]) & used[None, :], axis=1)
     else:
         raise ValueError(f"unknown routine placement {placement!r}; choices: {', '.join(PLACEMENTS)}")
-    right = jax.random.randint(right_key, (horizon,), 0, num_choices)
+    if answers is None:
+        right = jax.random.randint(right_key, (horizon,), 0, num_choices)
+    else:
+        ordinal = jnp.cumsum(decision) - 1  # j of the decision at each turn
+        right = jnp.asarray(answers, jnp.int32)[jnp.clip(ordinal, 0, horizon - 1)]
     return RoutineProblem(decision=decision, right=jnp.where(decision, right, 0).astype(jnp.int32))
 
 
@@ -100,24 +132,49 @@ def decision_layout(key: jax.Array, *, horizon: int, num_decisions: jax.Array, p
 class Routine(Environment):
     """The decision-density environment. See the module docstring for the rules and layouts."""
 
-    horizon: int = 16
+    horizon: int | None = None  # None: 16 (fixed horizon) or round(decisions / density) (fixed decisions)
     density: float = 0.25
     placement: str = "random"
     num_choices: int = 2
     failure: str = "fatal"
     survival: float = 0.5
+    decisions: int = 0
+    cue: str = "right"
+    answer_seed: int = 0
+    vocab_horizon: int = 0
     name: ClassVar[str] = "routine"
 
     def __post_init__(self):
         owner = "routine"
-        require_int(f"{owner}.horizon", self.horizon, 1, MAX_HORIZON)
         require_float(f"{owner}.density", self.density, 0.0, 1.0)
+        require_int(f"{owner}.decisions", self.decisions, 0, MAX_HORIZON)
+        if self.decisions:
+            if self.density <= 0:
+                raise ValueError(f"routine.density must be > 0 with decisions={self.decisions}")
+            derived = horizon_of(self.decisions, self.density)
+            if derived > MAX_HORIZON:
+                raise ValueError(f"routine: {self.decisions} decisions at density {self.density:g} need horizon "
+                                 f"{derived} > {MAX_HORIZON}; use density >= {self.decisions / MAX_HORIZON:g}")
+            if self.horizon is not None and self.horizon != derived:
+                raise ValueError(f"routine.horizon {self.horizon} disagrees with decisions / density = "
+                                 f"{self.decisions} / {self.density:g} -> {derived}; give decisions and density only")
+            object.__setattr__(self, "horizon", derived)
+        elif self.horizon is None:
+            object.__setattr__(self, "horizon", DEFAULT_HORIZON)
+        require_int(f"{owner}.horizon", self.horizon, 1, MAX_HORIZON)
         require_int(f"{owner}.num_choices", self.num_choices, 2, 64)
         require_float(f"{owner}.survival", self.survival, 0.0, 1.0)
         if self.placement not in PLACEMENTS:
             raise ValueError(f"routine.placement must be one of {', '.join(PLACEMENTS)}, got {self.placement!r}")
         if self.failure not in FAILURES:
             raise ValueError(f"routine.failure must be one of {', '.join(FAILURES)}, got {self.failure!r}")
+        if self.cue not in CUES:
+            raise ValueError(f"routine.cue must be one of {', '.join(CUES)}, got {self.cue!r}")
+        require_int(f"{owner}.answer_seed", self.answer_seed, 0)
+        require_int(f"{owner}.vocab_horizon", self.vocab_horizon, 0, MAX_HORIZON)
+        if self.vocab_horizon and self.vocab_horizon < self.horizon:
+            raise ValueError(f"routine.vocab_horizon ({self.vocab_horizon}) must be 0 or at least the horizon "
+                             f"({self.horizon})")
         if self.num_decisions < 1:
             raise ValueError(f"routine.density {self.density:g} x horizon {self.horizon} rounds to 0 decisions; "
                              f"use density >= {0.5 / self.horizon:g} or a longer horizon")
@@ -129,8 +186,22 @@ class Routine(Environment):
 
     @property
     def num_decisions(self) -> int:
-        """D = `round(density * horizon)` (half up)."""
-        return num_decisions_of(self.density, self.horizon)
+        """D: `decisions` (fixed decisions) or `round(density * horizon)` (half up, fixed horizon)."""
+        return self.decisions or num_decisions_of(self.density, self.horizon)
+
+    @property
+    def realised_density(self) -> float:
+        """D / H, the density the layouts have (`density` up to rounding)."""
+        return self.num_decisions / self.horizon
+
+    @property
+    def token_horizon(self) -> int:
+        """V: `vocab_horizon`, or the horizon when it is 0."""
+        return self.vocab_horizon or self.horizon
+
+    def answers(self) -> np.ndarray | None:
+        """Host: int32 `[MAX_HORIZON]` fixed right actions by decision ordinal (cue `"index"`), else None."""
+        return answer_table(self.answer_seed, self.num_choices) if self.cue == "index" else None
 
     @property
     def max_wrong(self) -> int:
@@ -147,7 +218,7 @@ class Routine(Environment):
 
     @property
     def vocab_size(self) -> int:
-        return self.horizon + 2 + self.num_choices
+        return self.token_horizon + 2 + (self.num_choices if self.cue == "right" else self.num_decisions)
 
     @property
     def num_positions(self) -> int:
@@ -165,7 +236,7 @@ class Routine(Environment):
     def sample_problem(self, key: jax.Array) -> RoutineProblem:
         """A layout with exactly D decisions (see `decision_layout`). Consumes `key`."""
         return decision_layout(key, horizon=self.horizon, num_decisions=self.num_decisions,
-                               placement=self.placement, num_choices=self.num_choices)
+                               placement=self.placement, num_choices=self.num_choices, answers=self.answers())
 
     def check_problem(self, problem) -> None:
         decision, right = np.asarray(problem.decision), np.asarray(problem.right)
@@ -181,6 +252,11 @@ class Routine(Environment):
         if int(decision.sum()) != self.num_decisions:
             raise ValueError(f"routine problem has {int(decision.sum())} decisions; density {self.density:g} x "
                              f"horizon {self.horizon} needs {self.num_decisions}")
+        if self.cue == "index":
+            expected = self.answers()[:self.num_decisions]
+            if right[decision].tolist() != expected.tolist():
+                raise ValueError(f"routine problem.right at the decisions must be the fixed answers "
+                                 f"{expected.tolist()} (cue 'index'), got {right[decision].tolist()}")
 
     # ----- dynamics -----
     def _init(self, problem):
@@ -202,7 +278,11 @@ class Routine(Environment):
         k = jnp.minimum(st.progress, self.horizon - 1)
         live = st.progress < self.horizon
         decision = jnp.asarray(problem.decision)[k] & live
-        cue = jnp.where(decision, self.horizon + 2 + jnp.asarray(problem.right)[k], self.horizon + 1)
+        if self.cue == "right":
+            shown = jnp.asarray(problem.right)[k]
+        else:  # the decision's ordinal: decisions before turn k
+            shown = jnp.sum(jnp.asarray(problem.decision) & (jnp.arange(self.horizon) < k))
+        cue = jnp.where(decision, self.token_horizon + 2 + shown, self.token_horizon + 1)
         return jnp.stack([st.progress, cue]).astype(jnp.int32)
 
     def _legal_action_mask(self, problem, st):

@@ -19,8 +19,10 @@ class RoutineReference(ReferenceEpisode):
     """One Routine episode in plain Python. `reset(problem)` then `step(action)` repeatedly."""
 
     def __init__(self, *, horizon: int = 16, num_choices: int = 2, failure: str = "fatal", survival: float = 0.5,
-                 **_ignored):
+                 cue: str = "right", vocab_horizon: int = 0, **_ignored):
         self.horizon = horizon
+        self.cue = cue
+        self.token_horizon = vocab_horizon or horizon
         self.max_turns = horizon
         self.num_actions = num_choices
         self.fatal = failure == "fatal"
@@ -46,8 +48,9 @@ class RoutineReference(ReferenceEpisode):
     def observation(self) -> list[int]:
         k = self.progress
         if k < self.horizon and self.decision[k]:
-            return [k, self.horizon + 2 + self.right[k]]
-        return [k, self.horizon + 1]
+            shown = self.right[k] if self.cue == "right" else sum(self.decision[:k])  # the decision's ordinal
+            return [k, self.token_horizon + 2 + shown]
+        return [k, self.token_horizon + 1]
 
     def _apply(self, action: int) -> tuple[float, bool]:
         if self.decision[self.progress] and action != self.right[self.progress]:

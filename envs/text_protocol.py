@@ -311,7 +311,11 @@ class RoutineText(_TextProtocol):
         """The prompt for one unbatched state: the rule, this turn's cue, turns left."""
         env, host = self.env, _host(state)
         k = min(int(host.env_state.progress), env.horizon - 1)
-        if bool(host.problem.decision[k]):
+        if bool(host.problem.decision[k]) and env.cue == "index":  # the right choice stays hidden
+            ordinal = int(np.sum(np.asarray(host.problem.decision)[:k]))
+            cue = (f"Decision turn {ordinal + 1} of {env.num_decisions}: one choice is right, the same one every "
+                   "episode; any other choice is a mistake.")
+        elif bool(host.problem.decision[k]):
             cue = f"Decision turn: the right choice is {int(host.problem.right[k])}; any other choice is a mistake."
         else:
             cue = "Routine turn: every choice is equally good, but you must choose one."

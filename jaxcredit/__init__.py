@@ -1,5 +1,6 @@
 """jaxcredit: a JAX-native simulator and trainer for credit-assignment research."""
 
+from jaxcredit.afterstate import POLICY_INPUTS, afterstate_observations, policy_observations
 from jaxcredit.checkpoint import (
     PolicyCheckpoint,
     load_policy,
@@ -55,6 +56,7 @@ from jaxcredit.policy import (
     policy_eval_flops,
     task_sizes,
 )
+from jaxcredit.policy_fn import AfterstatePolicy
 from jaxcredit.predictor import PredictorData, build_dataset, fit_predictor, heldout_accuracy, visited_states
 from jaxcredit.rollout import BranchResult, Trajectory, branch_returns, replay, rollout
 from jaxcredit.rundir_io import RunLock, strict_json
@@ -81,6 +83,10 @@ from jaxcredit.validation import parse_int, require_float, require_int
 
 __all__ = [
     "ACCOUNTS",
+    "AfterstatePolicy",
+    "afterstate_observations",
+    "POLICY_INPUTS",
+    "policy_observations",
     "CREDIT_ARMS",
     "ArmOptions",
     "CardText",

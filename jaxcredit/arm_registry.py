@@ -75,8 +75,9 @@ class CreditResult(NamedTuple):
 
     Attributes:
       advantage: float32 `[B, T]`, 0 on non-live steps.
-      critic_batch: `(observation [M, L], legal [M, A], target [M], valid [M])`, the value head's
-        training batch for an arm that trains one (critic, progress-model), else None.
+      critic_batch: `(observation [M, P], legal [M, A], target [M], valid [M])`, the value head's
+        training batch for an arm that trains one (critic, progress-model; `P`: what the policy
+        reads, `afterstate.policy_observations`), else None.
       charge: `{account: Counts}`, the work spent, per ledger account (empty: no work).
       action_values: float32 `[B, T, A]`, the exact value of every legal action at each step's
         state (`credit.solver_menu_values`; what the value-target objectives train on) for the arms

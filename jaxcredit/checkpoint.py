@@ -47,6 +47,20 @@ def _sizes_from_params(params: Any) -> TaskSizes:
     return TaskSizes(int(vocab_size), int(observation_length), int(num_actions))
 
 
+def _checked_sizes(params: Any, policy_config: PolicyConfig, sizes: TaskSizes | None) -> TaskSizes:
+    """The task sizes of `params`: read from the shapes, or `sizes` when given (checked against them)."""
+    if policy_config.policy_input == "afterstate" and sizes is None:
+        raise ValueError("save_policy: an afterstate network's parameters do not hold the number of actions; "
+                         "pass sizes=task_sizes(env)")
+    if sizes is None:
+        return _sizes_from_params(params)
+    expected = jax.tree_util.tree_map(lambda x: tuple(x.shape), jax.eval_shape(
+        make_policy_from_sizes(policy_config, sizes).init_fn, jax.random.key(0)))
+    if jax.tree_util.tree_map(lambda x: tuple(np.shape(x)), params) != expected:
+        raise ValueError(f"save_policy: the parameters do not match policy_config and sizes {sizes}")
+    return sizes
+
+
 def _to_jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=lambda x: x.tolist() if hasattr(x, "tolist") else str(x)))
 
@@ -60,18 +74,21 @@ def save_policy(
     env_config: dict,
     extra: dict | None = None,
     overwrite: bool = False,
+    sizes: TaskSizes | None = None,
 ) -> str:
     """Write a policy checkpoint to the directory `path` (atomically); returns its absolute path.
 
     `params` is the network's parameter pytree (from `make_policy`'s `init_fn` or training);
-    the task sizes are read from its shapes. `env_config` is the environment's keyword
+    the task sizes are read from its shapes, except for an afterstate network
+    (`policy_config.policy_input == "afterstate"`), whose parameters do not hold the number of
+    actions: pass its `sizes` (`task_sizes(env)`), checked against the shapes. `env_config` is the environment's keyword
     configuration (JSON-able), `extra` any JSON-able metadata (e.g. the training step).
     An existing `path` raises `ValueError` unless `overwrite`.
     """
     path = os.path.abspath(os.fspath(path))
     if os.path.exists(path) and not overwrite:
         raise ValueError(f"checkpoint {path} already exists (pass overwrite=True to replace it)")
-    sizes = _sizes_from_params(params)
+    sizes = _checked_sizes(params, policy_config, sizes)
     info = {
         "format": FORMAT,
         "policy_config": policy_config.to_dict(),

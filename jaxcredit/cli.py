@@ -231,10 +231,11 @@ def _cmd_gate(args) -> None:
 
 
 def _cmd_suite(args) -> None:
-    from jaxcredit.suite.experiments import BUILTIN_ARMS
+    from jaxcredit.suite.experiments import BUILTIN_ARMS, QUICK_ARMS
     from jaxcredit.suite.run import run_suite
 
-    names = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(BUILTIN_ARMS)
+    default = QUICK_ARMS if args.quick else tuple(BUILTIN_ARMS)
+    names = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(default)
     arms = {}
     for name in names:  # a built-in suite arm by its name, or any registered credit arm with its defaults
         arms[name] = BUILTIN_ARMS.get(name, {"credit": name})
@@ -388,8 +389,14 @@ def _cmd_snr(args) -> None:
     config = SnrConfig(densities=densities, estimators=tuple(args.estimators.split(",")), num_batches=args.batches,
                        num_blocks=args.blocks, problems_per_batch=args.problems, group_size=args.group_size,
                        baseline=args.baseline, mc_continuations=args.continuations, seed=args.seed)
-    env_config = dict(horizon=args.horizon, num_choices=args.num_choices, failure=args.failure,
-                      survival=args.survival, placement=args.placement, density=1.0)
+    network = PolicyConfig(d_model=args.d_model, num_layers=args.num_layers, num_heads=min(4, args.d_model),
+                           mlp_dim=4 * args.d_model)
+    if args.decisions:
+        return _snr_fixed_decisions(args, config, network)
+    if args.seeds > 1:
+        raise CommandError("--seeds needs --decisions (the fixed-horizon measurement has one --seed)")
+    env_config = dict(horizon=args.horizon or 16, num_choices=args.num_choices, failure=args.failure,
+                      survival=args.survival, placement=args.placement, density=1.0, cue=args.cue)
     if args.checkpoint:
         from jaxcredit.checkpoint import load_policy_checkpoint
 
@@ -402,7 +409,7 @@ def _cmd_snr(args) -> None:
         if policy == "tabular":
             init_fn, policy_fn = tabular_policy(env)
         elif policy == "network":
-            init_fn, policy_fn = make_policy(PolicyConfig(), env)[:2]
+            init_fn, policy_fn = make_policy(network, env)[:2]
         else:
             raise CommandError(f"--policy must be network or tabular, got {policy!r}")
         decision_counts(densities, env.horizon)  # before the network is built
@@ -424,18 +431,65 @@ def _cmd_snr(args) -> None:
         print(f"({summary['seconds']} s)" + (f"; wrote {args.out}/snr.json and snr.png" if args.out else ""))
 
 
+def _snr_fixed_decisions(args, config, network) -> None:
+    """`snr --decisions D`: D decisions at every density, H = D / ρ, over `--seeds` seeds."""
+    from jaxcredit.analysis.snr_decisions import fixed_decision_envs, format_fixed_decisions, run_fixed_decisions
+    from jaxcredit.envs import make
+    from jaxcredit.policy import make_policy, task_sizes
+
+    if args.horizon:
+        raise CommandError("--horizon and --decisions exclude each other: with --decisions the horizon is D / density")
+    seeds = list(range(args.seed, args.seed + args.seeds))
+    env_config = dict(num_choices=args.num_choices, failure=args.failure, survival=args.survival,
+                      placement=args.placement, cue=args.cue)
+    options = {"policy": args.policy}
+    if args.checkpoint:
+        from jaxcredit.checkpoint import load_policy_checkpoint
+
+        loaded = load_policy_checkpoint(args.checkpoint, make=make, env_name="routine")
+        env_config = {**{k: v for k, v in loaded.env.config().items() if k not in ("horizon", "density", "decisions")},
+                      "placement": args.placement}
+        options = {"policy": "checkpoint", "policy_fn": loaded.policy_fn, "params": loaded.params}
+    envs = fixed_decision_envs(decisions=args.decisions, densities=config.densities, **env_config)
+    if args.checkpoint and task_sizes(envs[0]) != task_sizes(loaded.env):
+        raise CommandError(f"checkpoint network reads {task_sizes(loaded.env)}, the fixed-decision grid needs "
+                           f"{task_sizes(envs[0])} (train it with the same decisions, cue and vocab_horizon)")
+    if options["policy"] == "network":
+        options["init_fn"], options["policy_fn"] = make_policy(network, envs[0])[:2]
+    elif options["policy"] not in ("tabular", "checkpoint"):
+        raise CommandError(f"--policy must be network or tabular, got {args.policy!r}")
+    summary = run_fixed_decisions(envs, config, seeds=seeds, **options)
+    if args.out:
+        from jaxcredit.rundir_io import make_dirs, write_json_atomic
+
+        make_dirs(check_writable_dir(args.out))
+        write_json_atomic(os.path.join(args.out, "snr.json"), summary)
+    if args.json:
+        _print_json(summary)
+    else:
+        print(format_fixed_decisions(summary))
+        print(f"({summary['seconds']} s)" + (f"; wrote {args.out}/snr.json" if args.out else ""))
+
+
 def _add_snr_command(commands) -> None:
     snr = commands.add_parser("snr", help="gradient SNR of outcome, exact and mc credit across decision densities")
     snr.add_argument("--env", default="routine", help="routine (the only environment with a density)")
     snr.add_argument("--density", default="0.05,0.1,0.2,0.4,0.8,1.0", help="comma-separated densities in (0, 1]")
-    snr.add_argument("--horizon", type=_integer(1), default=16, help="turns per episode (default 16)")
+    snr.add_argument("--horizon", type=_integer(1), default=None, help="turns per episode (default 16)")
+    snr.add_argument("--decisions", type=_integer(0), default=0,
+                     help="D > 0: D decisions at every density, horizon D / density (routine turns inserted)")
+    snr.add_argument("--seeds", type=_integer(1), default=1, help="with --decisions: seeds --seed, --seed + 1, ...")
+    snr.add_argument("--cue", default="right", help="right (decision turns show the right action) or index")
+    snr.add_argument("--d-model", type=_integer(1), default=64, help="untrained network's width (default 64)")
+    snr.add_argument("--num-layers", type=_integer(1), default=2, help="untrained network's blocks (default 2)")
     snr.add_argument("--num-choices", type=_integer(2), default=2, help="actions per turn (default 2)")
     snr.add_argument("--failure", default="fatal", help="fatal or probabilistic")
     snr.add_argument("--survival", type=float, default=0.5, help="probabilistic: success kept per wrong decision")
     snr.add_argument("--placement", default="random", help="random or fixed decision turns")
     snr.add_argument("--checkpoint", default=None, help="a policy checkpoint directory (default: untrained)")
     snr.add_argument("--policy", default="network", help="untrained policy: network (default) or tabular")
-    snr.add_argument("--estimators", default="outcome,exact,mc", help="comma-separated: outcome,exact,mc")
+    snr.add_argument("--estimators", default="outcome,exact,mc",
+                     help="comma-separated: outcome,exact,mc (and outcome-grpo, outcome-rloo, outcome-mean)")
     snr.add_argument("--baseline", default="grpo", help="outcome baseline: grpo, rloo or mean")
     snr.add_argument("--batches", type=_integer(2), default=256, help="independent batches per density")
     snr.add_argument("--blocks", type=_integer(2), default=8, help="jackknife blocks (divides --batches)")
@@ -727,13 +781,14 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--no-progress", action="store_true", help="no progress bar")
     gate.add_argument("--json", action="store_true", help="print gate.json's record as one JSON object")
     gate.set_defaults(handler=_cmd_gate)
+
     suite = commands.add_parser("suite", help="the credit-assignment suite: every arm's labels against exact values "
                                               "and its learning at equal attempts and equal cost, scored in [0, 1]")
     suite.add_argument("--out", required=True, help="suite directory")
     suite.add_argument("--quick", action="store_true", help="the quick sizes (2 seeds, small budgets; minutes on a CPU)")
     suite.add_argument("--arms", default=None, metavar="A,B,...",
-                       help="arms to score (default: every built-in suite arm); a name that is not a built-in suite "
-                            "arm is a registered credit arm with its default options")
+                       help="arms to score (default: every built-in suite arm; --quick: outcome, mc, exact); a name "
+                            "that is not a built-in suite arm is a registered credit arm with its default options")
     suite.add_argument("--experiments", default=None, metavar="E,F,...", help="run only these experiments")
     suite.add_argument("--resume", action="store_true", help="continue the suite in --out")
     suite.add_argument("--no-progress", action="store_true", help="no progress lines or bars")

@@ -50,6 +50,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcredit import solver
+from jaxcredit.afterstate import input_env_steps, policy_observations
 from jaxcredit.arm_registry import (
     CREDIT_ARMS,
     ArmOptions,
@@ -504,7 +505,8 @@ def critic_values(context: CreditContext, trajectory: Trajectory) -> jax.Array:
     """float32 `[B, T+1]`: the value head at every state before an action and at the final states."""
     final = trajectory.final_state
     v_steps = context.value_fn(context.params, trajectory.observation, trajectory.legal_action_mask)
-    v_final = context.value_fn(context.params, final.observation, final.legal_action_mask)
+    v_final = context.value_fn(context.params, policy_observations(context.env, context.policy_fn, final),
+                               final.legal_action_mask)
     return jnp.concatenate([v_steps, v_final[:, None]], axis=1)
 
 
@@ -520,7 +522,10 @@ def critic_labels(context: CreditContext, trajectory: Trajectory, key: jax.Array
     states = jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[2:])[chosen], trajectory.states)
     result = branch_returns(context.env, context.policy_fn, context.params, states, branch_key,
                             num_continuations=o.continuations, sharding=context.sharding)
-    return (states.observation, states.legal_action_mask, result.mean, result.valid), result.counts
+    observation = policy_observations(context.env, context.policy_fn, states)  # what the value head reads
+    counts = result.counts.replace(afterstate_env_steps=result.counts.afterstate_env_steps
+                                   + input_env_steps(context.policy_fn, states))
+    return (observation, states.legal_action_mask, result.mean, result.valid), counts
 
 
 def critic_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
@@ -653,8 +658,8 @@ def predictor_arm(context: CreditContext, trajectory: Trajectory, problems: Any,
     if context.prepared is None:
         raise ValueError("credit arm 'predictor' needs its prepared model (CreditContext.prepared); "
                          "the trainer's init makes it")
-    q_fn = predictor_network(context).policy_fn
-    q_hat = predicted_action_values(q_fn, context.prepared["params"], trajectory.observation,
+    q_fn = predictor_network(context).policy_fn  # a token network: it reads the observation tokens
+    q_hat = predicted_action_values(q_fn, context.prepared["params"], trajectory.states.observation,
                                     trajectory.legal_action_mask)
     advantage = q_advantage(context, trajectory, q_hat, params=context.prepared["labelling_params"])
     return CreditResult(jax.lax.stop_gradient(advantage), None, {})

@@ -9,6 +9,14 @@ Rollouts, branch continuations and the solver each return a `Counts` of what the
 - `predictor`: the one fixed dataset of the offline action-value predictor (charged once,
   before the first iteration).
 
+Beside them, `afterstate_env_steps` counts the environment steps an afterstate policy
+(`jaxcredit.afterstate`) spends computing the state every legal action leads to, wherever it is
+evaluated: one step per legal action of each state it scores (every account's work pays the
+same rule; a token policy spends none). `Counts.afterstate_env_steps` carries them and `record`
+adds them to this one counter whatever the account. They are environment work, so
+`total_env_steps` includes them: a budget in `total_env_steps` charges an afterstate policy for
+its input.
+
 Only live work is counted: a step taken on an episode that had already ended (padding in a
 fixed-shape batch) is neither an environment step nor a policy evaluation. A forced first
 action of a branch is an environment step but not a policy evaluation.
@@ -31,6 +39,10 @@ MAX_COUNT = 2**31 - 1
 ACCOUNTS = ("main", "label", "critic", "predictor")
 
 
+def _zero_count() -> jax.Array:
+    return jnp.zeros((), jnp.int32)
+
+
 @struct.dataclass
 class Counts:
     """What one call spent (int32 scalars, or batched along leading axes).
@@ -39,17 +51,20 @@ class Counts:
       env_steps: environment steps taken on live episodes.
       policy_evals: policy forward passes on live states (one per sampled action).
       episodes: episodes (or continuations) that were live at the start of the call.
+      afterstate_env_steps: environment steps an afterstate policy spent computing its input
+        (one per legal action of each state it was evaluated on; 0 for a token policy).
     """
 
     env_steps: jax.Array
     policy_evals: jax.Array
     episodes: jax.Array
+    afterstate_env_steps: jax.Array = struct.field(default_factory=_zero_count)
 
     @classmethod
     def zeros(cls) -> Counts:
         """No work."""
         zero = jnp.zeros((), jnp.int32)
-        return cls(zero, zero, zero)
+        return cls(zero, zero, zero, zero)
 
     def __add__(self, other: Counts) -> Counts:
         return jax.tree_util.tree_map(jnp.add, self, other)
@@ -68,14 +83,17 @@ class Ledger:
     critic_policy_evals: jax.Array
     predictor_env_steps: jax.Array
     predictor_policy_evals: jax.Array
+    afterstate_env_steps: jax.Array
     overflowed: jax.Array
 
     @property
     def total_env_steps(self) -> jax.Array:
-        """int32 `[]`: environment steps over all accounts (saturating like the counters)."""
+        """int32 `[]`: environment steps over all accounts, afterstate steps included (saturating
+        like the counters)."""
         total, _ = _saturating_add(self.main_env_steps, self.label_env_steps)
         total, _ = _saturating_add(total, self.critic_env_steps)
-        return _saturating_add(total, self.predictor_env_steps)[0]
+        total, _ = _saturating_add(total, self.predictor_env_steps)
+        return _saturating_add(total, self.afterstate_env_steps)[0]
 
     @property
     def total_policy_evals(self) -> jax.Array:
@@ -102,7 +120,8 @@ def _saturating_add(count: jax.Array, delta: jax.Array) -> tuple[jax.Array, jax.
 def record(ledger: Ledger, counts: Counts, *, account: str) -> Ledger:
     """Add `counts` (int32 scalars) to `account` (`"main"`, `"label"`, `"critic"` or `"predictor"`).
 
-    `counts.episodes` is recorded only for the main account (`main_episodes`). Pure and
+    `counts.episodes` is recorded only for the main account (`main_episodes`);
+    `counts.afterstate_env_steps` goes to `afterstate_env_steps`, whatever the account. Pure and
     jittable; `account` is static.
     """
     if account not in ACCOUNTS:
@@ -110,6 +129,7 @@ def record(ledger: Ledger, counts: Counts, *, account: str) -> Ledger:
     updates = {
         f"{account}_env_steps": counts.env_steps,
         f"{account}_policy_evals": counts.policy_evals,
+        "afterstate_env_steps": counts.afterstate_env_steps,
     }
     if account == "main":
         updates["main_episodes"] = counts.episodes

@@ -13,6 +13,12 @@ token only. The last block computes its attention query and MLP for that token a
 else is read, and it saves about a third of the forward pass. The default config (d_model 64,
 2 blocks, 4 heads, MLP 256) has about 103k parameters on default MAD.
 
+With `PolicyConfig(policy_input="afterstate")` the same network reads one afterstate encoding
+(`jaxcredit.afterstate`, `W = L + 2` tokens over `V + 5` ids) and its action head has one
+output, the afterstate's score; the policy is `jaxcredit.policy_fn.AfterstatePolicy`, the
+softmax of the scores of every legal action's afterstate, and the value head of each afterstate
+gives the critic `V(s) = sum_a pi(a|s) v(s_a)`. Its parameters do not depend on `A`.
+
 Shape letters: L observation length, A actions, D model width.
 """
 
@@ -27,7 +33,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxcredit.policy_fn import PolicyFn, masked_logits
+from jaxcredit.afterstate import afterstate_vocab_size, afterstate_width, check_policy_input
+from jaxcredit.policy_fn import AfterstatePolicy, PolicyFn, action_probabilities, masked_logits
 from jaxcredit.validation import require_int
 
 
@@ -40,14 +47,18 @@ class PolicyConfig:
       num_layers: number of pre-LayerNorm Transformer blocks.
       num_heads: attention heads (must divide `d_model`).
       mlp_dim: hidden width of each block's MLP.
+      policy_input: what the network reads: `tokens` (the observation; one logit per action) or
+        `afterstate` (every action's afterstate, one score each; `jaxcredit.afterstate`).
     """
 
     d_model: int = 64
     num_layers: int = 2
     num_heads: int = 4
     mlp_dim: int = 256
+    policy_input: str = "tokens"
 
     def __post_init__(self):
+        check_policy_input("policy.policy_input", self.policy_input)
         require_int("policy.d_model", self.d_model, 1)
         require_int("policy.num_layers", self.num_layers, 1)
         require_int("policy.num_heads", self.num_heads, 1)
@@ -146,8 +157,12 @@ def make_policy_from_sizes(config: PolicyConfig, sizes: TaskSizes) -> PolicyFunc
     legal_action_mask [..., A]) -> logits [..., A]` returns logits with illegal actions masked
     (`masked_logits`; a row with no legal action stays finite). `value_fn(...)` has the same
     arguments and returns float32 `[...]`. The action head starts at zero, so a fresh network
-    is exactly the uniform policy over legal actions.
+    is exactly the uniform policy over legal actions. With `config.policy_input == "afterstate"`
+    the functions read afterstate encodings instead (`observation` int32 `[..., A * W]`; see
+    `_afterstate_policy`).
     """
+    if config.policy_input == "afterstate":
+        return _afterstate_policy(config, sizes)
     network = PolicyNetwork(config, sizes)
 
     def init_fn(key: jax.Array) -> Any:
@@ -164,6 +179,30 @@ def make_policy_from_sizes(config: PolicyConfig, sizes: TaskSizes) -> PolicyFunc
 
     # Jitted so direct calls are fast; inside another jit they are simply inlined.
     return PolicyFunctions(init_fn=jax.jit(init_fn), policy_fn=jax.jit(policy_fn), value_fn=jax.jit(value_fn))
+
+
+def _afterstate_policy(config: PolicyConfig, sizes: TaskSizes) -> PolicyFunctions:
+    """The afterstate network: `PolicyNetwork` over one encoding `[W]` with a one-output action head.
+
+    `policy_fn` is an `AfterstatePolicy` of its score; `value_fn(params, observation [..., A * W],
+    legal [..., A])` is `sum_a pi(a|s) v(s_a)`, the policy-weighted value head of the afterstates.
+    """
+    width = afterstate_width(sizes.observation_length)
+    network = PolicyNetwork(config, TaskSizes(afterstate_vocab_size(sizes.vocab_size), width, 1))
+
+    def init_fn(key: jax.Array) -> Any:
+        return network.init(key, jnp.zeros((1, width), jnp.int32))
+
+    def score_fn(params: Any, afterstates: jax.Array) -> jax.Array:
+        return network.apply(params, afterstates)[0][..., 0]
+
+    def value_fn(params: Any, observation: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
+        scores, values = network.apply(params, observation.reshape(*legal_action_mask.shape, width))
+        probs = action_probabilities(scores[..., 0], legal_action_mask)
+        return jnp.sum(probs * values, axis=-1)
+
+    policy_fn = AfterstatePolicy(score_fn=jax.jit(score_fn), width=width)
+    return PolicyFunctions(init_fn=jax.jit(init_fn), policy_fn=policy_fn, value_fn=jax.jit(value_fn))
 
 
 def task_sizes(env) -> TaskSizes:

@@ -4,10 +4,18 @@ A policy is `policy_fn(params, observation, legal_action_mask) -> logits`, batch
 leading axes: `observation` int32 `[..., L]`, `legal_action_mask` bool `[..., A]`, logits
 float32 `[..., A]`. Illegal actions are masked by `masked_logits` / `action_probabilities`,
 never by the policy itself, so the uniform policy and a network are interchangeable.
+
+What the policy reads is its input (`policy_input`). A plain `PolicyFn` reads the observation
+tokens of the state. An `AfterstatePolicy` reads afterstates instead: its `observation` argument
+is the encoding of the state each action leads to, int32 `[..., A * W]`
+(`jaxcredit.afterstate.afterstate_observations`), and it scores each of the `A` afterstates with
+one network. Consumers never build either input by hand: `jaxcredit.afterstate.policy_observations(env,
+policy_fn, states)` gives what `policy_fn` reads at `states`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -46,3 +54,38 @@ def action_probabilities(logits: jax.Array, legal_action_mask: jax.Array) -> jax
 def log_probabilities(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
     """float32 `[..., A]`: log-softmax over legal actions (finite everywhere)."""
     return jax.nn.log_softmax(masked_logits(logits, legal_action_mask), axis=-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class AfterstatePolicy:
+    """A `PolicyFn` that scores afterstates: `logits[a]` is `score_fn` of the state action `a` leads to.
+
+    Attributes:
+      score_fn: `score_fn(params, afterstate int32 [..., W]) -> float32 [...]`, one score per
+        afterstate encoding (`jaxcredit.afterstate.encode_afterstate`).
+      width: W, the tokens of one afterstate encoding.
+      logits_transform: None, or a function of `(logits [..., A], legal_action_mask [..., A])`
+        applied last (e.g. the greedy policy of evaluation); a module-level function, so equal
+        policies hash equal under `jax.jit`'s static arguments.
+
+    Calling it is the `PolicyFn` contract with `observation` int32 `[..., A * W]`: the `A`
+    afterstate encodings of each state, concatenated. Frozen and hashable (a static argument).
+    """
+
+    score_fn: Callable[[Any, jax.Array], jax.Array]
+    width: int
+    logits_transform: Callable[[jax.Array, jax.Array], jax.Array] | None = None
+
+    policy_input = "afterstate"
+
+    def __call__(self, params: Any, observation: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
+        afterstates = observation.reshape(*legal_action_mask.shape, self.width)
+        logits = masked_logits(self.score_fn(params, afterstates), legal_action_mask)
+        if self.logits_transform is not None:
+            logits = self.logits_transform(logits, legal_action_mask)
+        return logits
+
+
+def policy_input_of(policy_fn: PolicyFn) -> str:
+    """`"afterstate"` for an `AfterstatePolicy`, `"tokens"` for any other `PolicyFn`."""
+    return getattr(policy_fn, "policy_input", "tokens")

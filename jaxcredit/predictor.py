@@ -31,6 +31,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from jaxcredit.afterstate import input_steps_per_state, policy_observations
 from jaxcredit.env import Environment, State
 from jaxcredit.ledger import Counts
 from jaxcredit.policy_fn import PolicyFn, action_probabilities
@@ -67,7 +68,9 @@ def visited_states(env: Environment, policy_fn: PolicyFn, params: Any, problems:
     step = jnp.clip(step, 0, jnp.maximum(num_live - 1, 0))
     rows = jnp.arange(num_live.shape[0])
     states = jax.tree_util.tree_map(lambda x: x[rows, step], trajectory.states)
-    return states, Counts(num_live, num_live, (~starts.done).astype(jnp.int32))
+    input_steps = jnp.where(trajectory.live, input_steps_per_state(policy_fn, trajectory.legal_action_mask), 0)
+    return states, Counts(num_live, num_live, (~starts.done).astype(jnp.int32),
+                          afterstate_env_steps=input_steps.sum(axis=1, dtype=jnp.int32))
 
 
 def build_dataset(env: Environment, policy_fn: PolicyFn, params: Any, states: State, key: jax.Array, *,
@@ -143,7 +146,7 @@ def heldout_accuracy(env: Environment, policy_fn: PolicyFn, params: Any, q_fn: P
     q_exact, v_exact = jax.lax.map(lambda args: exact(*args), (problems, states))  # [E, A], [E]
     legal = states.legal_action_mask & ~states.done[:, None]
     q_hat = predicted_action_values(q_fn, q_params, states.observation, legal)
-    probs = action_probabilities(policy_fn(params, states.observation, legal), legal)
+    probs = action_probabilities(policy_fn(params, policy_observations(env, policy_fn, states), legal), legal)
     predicted = q_hat - jnp.sum(probs * q_hat, axis=-1, keepdims=True)
     target = q_exact - v_exact[:, None]
     weight = legal.astype(jnp.float32)

@@ -5,7 +5,9 @@ everything credit assignment needs in a `Trajectory` (batch-major, `[B, T, ...]`
 the states themselves so any step can be branched from. `branch_returns` runs `K`
 continuations from each of a batch of states (optionally forcing every legal first action) in
 one jitted call, chunked with `lax.map` so thousands of continuations per state fit in memory.
-Both return a `jaxcredit.ledger.Counts` of the live work they did.
+Both return a `jaxcredit.ledger.Counts` of the live work they did. What the policy reads at a
+state is `jaxcredit.afterstate.policy_observations`: the observation tokens, or for an afterstate
+policy every action's afterstate (whose environment steps `Counts.afterstate_env_steps` counts).
 
 Shape letters: B episodes, T turns (recorded steps), N branched states, K continuations,
 A actions, L observation length, C continuations per chunk.
@@ -21,6 +23,7 @@ import jax.numpy as jnp
 from flax import struct
 from jax.sharding import NamedSharding
 
+from jaxcredit.afterstate import input_env_steps, policy_observations
 from jaxcredit.env import Environment, State
 from jaxcredit.ledger import Counts
 from jaxcredit.policy_fn import PolicyFn, log_probabilities, masked_logits
@@ -32,7 +35,10 @@ class Trajectory:
     """A batch of episodes, batch-major. Step t is the action taken in `states[:, t]`.
 
     Attributes:
-      observation: int32 `[B, T, L]`, the observation before each action.
+      observation: int32 `[B, T, P]`, what the policy read before each action
+        (`afterstate.policy_observations`): the observation tokens (`P = L`), or for an
+        afterstate policy the afterstate encodings (`P = A * W`); `states.observation` is
+        always the observation tokens.
       legal_action_mask: bool `[B, T, A]`, the legal actions before each action.
       action: int32 `[B, T]`, the action taken.
       log_prob: float32 `[B, T]`, its log-probability under the policy (masked softmax).
@@ -83,19 +89,22 @@ def live_chunk_size(batch: int) -> int:
     return min(batch, max(8, -(-batch // 8)))
 
 
-def live_logits(policy_fn: PolicyFn, params: Any, state: State, *, chunk_size: int) -> jax.Array:
+def live_logits(policy_fn: PolicyFn, params: Any, state: State, *, chunk_size: int,
+                observation: jax.Array | None = None) -> jax.Array:
     """float32 `[B, A]`: the policy's logits at the rows of `state` (leaves `[B, ...]`) whose episode
     has not ended; 0 at the ended rows (padding: masked, they sample uniformly over legal actions).
+    `observation` int32 `[B, P]` is what the policy reads there (default `state.observation`).
 
     The live rows are gathered to the front and evaluated `chunk_size` at a time in a
     `lax.while_loop` that stops after the last live row, so ended episodes (most of a batch late in
     an episode, once a policy finishes early) cost no forward pass. `chunk_size >= B`: one call on
     every row, ended rows then set to 0.
     """
+    observation = state.observation if observation is None else observation
     live = ~state.done
     batch = live.shape[0]
     if chunk_size >= batch:
-        logits = policy_fn(params, state.observation, state.legal_action_mask)
+        logits = policy_fn(params, observation, state.legal_action_mask)
         return jnp.where(live[:, None], logits, 0.0)
     padded = -(-batch // chunk_size) * chunk_size
     order = jnp.pad(jnp.argsort(~live, stable=True).astype(jnp.int32), (0, padded - batch))
@@ -106,45 +115,54 @@ def live_logits(policy_fn: PolicyFn, params: Any, state: State, *, chunk_size: i
         start, logits = carry
         index = jax.lax.dynamic_slice(order, (start,), (chunk_size,))
         index = jnp.where(start + jnp.arange(chunk_size) < count, index, batch)  # past the live rows: dropped
-        observation = jnp.take(state.observation, index, axis=0, mode="clip")
+        rows = jnp.take(observation, index, axis=0, mode="clip")
         mask = jnp.take(state.legal_action_mask, index, axis=0, mode="clip")
-        return start + chunk_size, logits.at[index].set(policy_fn(params, observation, mask), mode="drop")
+        return start + chunk_size, logits.at[index].set(policy_fn(params, rows, mask), mode="drop")
 
     _, logits = jax.lax.while_loop(lambda carry: carry[0] < count, body, (jnp.zeros((), jnp.int32), zeros))
     return logits
 
 
-def _sample(policy_fn: PolicyFn, params: Any, state: State, key: jax.Array, *, chunk_size: int):
+def _sample(policy_fn: PolicyFn, params: Any, state: State, key: jax.Array, *, chunk_size: int,
+            observation: jax.Array | None = None):
     """`(action int32 [B], log_prob float32 [B])` sampled at the live rows (`live_logits`); consumes `key`."""
-    logits = live_logits(policy_fn, params, state, chunk_size=chunk_size)
+    logits = live_logits(policy_fn, params, state, chunk_size=chunk_size, observation=observation)
     log_probs = log_probabilities(logits, state.legal_action_mask)
     action = jax.random.categorical(key, masked_logits(logits, state.legal_action_mask), axis=-1)
     return action.astype(jnp.int32), jnp.take_along_axis(log_probs, action[..., None], axis=-1)[..., 0]
 
 
-def _play(env: Environment, states: State, choose, xs, num_turns: int) -> tuple[Trajectory, Counts]:
-    """Scan `num_turns` steps; `choose(state, x) -> (action [B], log_prob [B])` picks each action."""
+def _play(env: Environment, states: State, choose, xs, num_turns: int,
+          policy_fn: PolicyFn | None = None) -> tuple[Trajectory, Counts]:
+    """Scan `num_turns` steps; `choose(state, observation, x) -> (action [B], log_prob [B])` picks each
+    action, `observation` being what `policy_fn` reads (`policy_observations`; None: the tokens)."""
     batch_step = jax.vmap(env.step)
     batch_position = jax.vmap(env.position_index)
 
-    def one_turn(state, x):
-        action, log_prob = choose(state, x)
+    def one_turn(carry, x):
+        state, input_steps = carry
+        observation = state.observation if policy_fn is None else policy_observations(env, policy_fn, state)
+        action, log_prob = choose(state, observation, x)
         live = ~state.done
         next_state = batch_step(state, action)
+        if policy_fn is not None:
+            input_steps = input_steps + input_env_steps(policy_fn, state)
         record = dict(
-            observation=state.observation, legal_action_mask=state.legal_action_mask,
+            observation=observation, legal_action_mask=state.legal_action_mask,
             action=action, log_prob=jnp.where(live, log_prob, 0.0), reward=next_state.reward,
             terminated=next_state.terminated, truncated=next_state.truncated, done=next_state.done,
             live=live, turn=state.turn, turns_left=env.max_turns - state.turn,
             position=batch_position(state), states=state,
         )
-        return next_state, record
+        return (next_state, input_steps), record
 
-    final_state, records = jax.lax.scan(one_turn, states, xs, length=num_turns)
+    (final_state, input_steps), records = jax.lax.scan(one_turn, (states, jnp.zeros((), jnp.int32)), xs,
+                                                       length=num_turns)
     records = jax.tree_util.tree_map(lambda x: jnp.swapaxes(x, 0, 1), records)
     trajectory = Trajectory(**records, final_state=final_state)
     steps = jnp.sum(trajectory.live, dtype=jnp.int32)
-    counts = Counts(env_steps=steps, policy_evals=steps, episodes=jnp.sum(~states.done, dtype=jnp.int32))
+    counts = Counts(env_steps=steps, policy_evals=steps, episodes=jnp.sum(~states.done, dtype=jnp.int32),
+                    afterstate_env_steps=input_steps)
     return trajectory, counts
 
 
@@ -164,10 +182,10 @@ def rollout(
     """
     chunk = live_chunk_size(states.turn.shape[0]) if live_chunk is None else live_chunk
 
-    def choose(state, step_key):
-        return _sample(policy_fn, params, state, step_key, chunk_size=chunk)
+    def choose(state, observation, step_key):
+        return _sample(policy_fn, params, state, step_key, chunk_size=chunk, observation=observation)
 
-    return _play(env, states, choose, jax.random.split(key, num_turns), num_turns)
+    return _play(env, states, choose, jax.random.split(key, num_turns), num_turns, policy_fn)
 
 
 @functools.partial(jax.jit, static_argnames=("env", "policy_fn"))
@@ -179,17 +197,18 @@ def replay(
     For scripted episodes (tests, audits of recorded play). Illegal actions are refused by the
     environment as usual; actions after an episode's end are padding. `log_prob` is the
     action's log-probability under `policy_fn` if given, else 0. Counts as `rollout` (policy
-    evaluations only with a `policy_fn`).
+    evaluations and afterstate steps only with a `policy_fn`).
     """
-    def choose(state, action):
+    def choose(state, observation, action):
         if policy_fn is None:
             return action, jnp.zeros(action.shape, jnp.float32)
-        logits = policy_fn(params, state.observation, state.legal_action_mask)
+        logits = policy_fn(params, observation, state.legal_action_mask)
         log_probs = log_probabilities(logits, state.legal_action_mask)
         safe = jnp.clip(action, 0, env.num_actions - 1)
         return action, jnp.take_along_axis(log_probs, safe[..., None], axis=-1)[..., 0]
 
-    trajectory, counts = _play(env, states, choose, jnp.swapaxes(actions, 0, 1).astype(jnp.int32), actions.shape[1])
+    trajectory, counts = _play(env, states, choose, jnp.swapaxes(actions, 0, 1).astype(jnp.int32), actions.shape[1],
+                               policy_fn)
     if policy_fn is None:
         counts = counts.replace(policy_evals=jnp.zeros((), jnp.int32))
     return trajectory, counts
@@ -308,22 +327,27 @@ def branch_returns(
             steps = steps + jnp.sum(active, dtype=jnp.int32)
 
         def cond(carry):
-            t, state, _, _, _ = carry
+            t, state, _, _, _, _ = carry
             return (t < horizon) & jnp.any(~state.done)
 
         def body(carry):
-            t, state, ret, steps, evals = carry
+            t, state, ret, steps, evals, input_steps = carry
             live = ~state.done
-            action, _ = _sample(policy_fn, params, state, jax.random.fold_in(chunk_key, t), chunk_size=live_chunk)
+            observation = policy_observations(env, policy_fn, state)
+            input_steps = input_steps + input_env_steps(policy_fn, state)
+            action, _ = _sample(policy_fn, params, state, jax.random.fold_in(chunk_key, t), chunk_size=live_chunk,
+                                observation=observation)
             state = batch_step(state, action)
             live_count = jnp.sum(live, dtype=jnp.int32)
-            return t + 1, state, ret + jnp.where(live, state.reward, 0.0), steps + live_count, evals + live_count
+            return (t + 1, state, ret + jnp.where(live, state.reward, 0.0), steps + live_count, evals + live_count,
+                    input_steps)
 
         start = jnp.asarray(1 if force_first_actions else 0, jnp.int32)
-        _, _, ret, steps, evals = jax.lax.while_loop(cond, body, (start, state, ret, steps, jnp.zeros((), jnp.int32)))
-        return ret, steps, evals
+        zero = jnp.zeros((), jnp.int32)
+        _, _, ret, steps, evals, input_steps = jax.lax.while_loop(cond, body, (start, state, ret, steps, zero, zero))
+        return ret, steps, evals, input_steps
 
-    chunk_returns, chunk_steps, chunk_evals = jax.lax.map(
+    chunk_returns, chunk_steps, chunk_evals, chunk_input_steps = jax.lax.map(
         run_chunk, (flat_state, flat_forced, flat_valid, chunk_keys)
     )
     sorted_returns = chunk_returns.reshape(-1)[:total].reshape(num_states, m, k)
@@ -342,5 +366,6 @@ def branch_returns(
         env_steps=jnp.sum(chunk_steps, dtype=jnp.int32),
         policy_evals=jnp.sum(chunk_evals, dtype=jnp.int32),
         episodes=jnp.sum(valid, dtype=jnp.int32) * k,
+        afterstate_env_steps=jnp.sum(chunk_input_steps, dtype=jnp.int32),
     )
     return BranchResult(returns=returns, mean=mean, std=std, valid=valid, counts=counts)

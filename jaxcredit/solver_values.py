@@ -16,6 +16,13 @@ observation shows the live numbers, not the path that made them). Positions not 
 probability 0 everywhere, so their values are 0, not the policy's: read values only at positions
 reached from the start (every state of an episode on that problem is).
 
+An afterstate policy (`jaxcredit.policy_fn.AfterstatePolicy`) is scored from the graph without
+stepping again: the afterstate of a legal non-terminating action `a` at position `s` with `t`
+turns left is position `next_position[s, a]` with `t - 1` turns left, encoded with the reward's
+sign; a terminating one is its outcome tokens alone (`jaxcredit.afterstate`). The network scores
+each distinct encoding among those the reached positions lead to, once (about as many as a token
+network's distinct rows, plus the three terminal encodings), and the logits are gathered.
+
 Shape letters: S positions, A actions, L observation length, T turns (value arrays have T + 1
 rows, one per number of turns left), N rows (positions, or positions x turns).
 """
@@ -29,8 +36,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxcredit.afterstate import encode_afterstate, reward_sign
 from jaxcredit.env import Environment
-from jaxcredit.policy_fn import PolicyFn, action_probabilities
+from jaxcredit.policy_fn import PolicyFn, action_probabilities, masked_logits, policy_input_of
 from jaxcredit.solver import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIE_BREAK_DISCOUNT,
@@ -144,6 +152,75 @@ def _network_rows(env: Environment, problem: Any, graph: Graph, *, horizon: int,
     return observations.reshape(turns * num_positions, -1), legal, keep, turns
 
 
+def _distinct_scores(score_fn, params: Any, rows: jax.Array, keep: jax.Array, group_by: jax.Array, *,
+                     vocab_size: int, chunk_size: int) -> tuple[jax.Array, jax.Array]:
+    """`(scores [N], evals int32 [])`: `score_fn(params, rows)` at the kept rows of int32 `rows`
+    `[N, W]` (0 elsewhere), once per distinct (row, `group_by` int32 `[N, G]`), `chunk_size` a call."""
+    size = rows.shape[0]
+    keys = jnp.concatenate([group_by.astype(jnp.int32), _pack(rows, max(1, int(vocab_size - 1).bit_length()))],
+                           axis=-1)
+    first, group, count = distinct_rows(keys, keep)
+    chunk = min(chunk_size, size)
+
+    def body(carry):
+        index, out = carry
+        slot = index * chunk + jnp.arange(chunk, dtype=jnp.int32)
+        scores = score_fn(params, rows[first[jnp.minimum(slot, size - 1)]])
+        return index + 1, out.at[slot].set(scores, mode="drop")
+
+    start = (jnp.zeros((), jnp.int32), jnp.zeros((size,), jnp.float32))
+    _, out = jax.lax.while_loop(lambda carry: carry[0] * chunk < count, body, start)
+    return jnp.where(keep, out[group], 0.0), count
+
+
+def _afterstate_probs_batch(env: Environment, problems: Any, graphs: Graph, policy_fn, params: Any, *,
+                            horizon: int, starts: jax.Array | None, chunk_size: int) -> tuple[jax.Array, jax.Array]:
+    """`network_policy_probs_batch` for an `AfterstatePolicy`: the scores of the afterstates that the
+    reached positions' legal actions lead to, each distinct encoding scored once, gathered into
+    logits; `policy_evals` counts the encodings scored (the three terminal ones included)."""
+    num_problems, num_positions, num_actions = graphs.legal.shape
+    vocab = env.vocab_size
+    rows = jax.vmap(lambda p, g, s: _network_rows(env, p, g, horizon=horizon, start=s)[:3],
+                    in_axes=(0, 0, None if starts is None else 0))(problems, graphs, starts)
+    observation, legal, keep = rows  # [P, R, ...], R = turns * S
+    turns = observation.shape[1] // num_positions
+    observation = observation.reshape(num_problems, turns, num_positions, -1)
+    keep = keep.reshape(num_problems, turns, num_positions)
+    legal = legal.reshape(num_problems, turns, num_positions, num_actions)
+    # Row j (j turns left) leads to positions with j - 1 turns left: table row j - 1 (row 0 when the
+    # observation does not show the turns, so there is one row).
+    afterstate_row = jnp.maximum(jnp.arange(turns, dtype=jnp.int32) - 1, 0)
+    signs = jnp.asarray([0.0, 1.0, -1.0], jnp.float32)  # reward_sign 0, 1, 2
+    target = graphs.next_position * 3 + reward_sign(graphs.reward)  # [P, S, A]: (next position, sign)
+    edge_keep = keep[..., None] & (graphs.legal & ~graphs.terminal)[:, None]  # [P, turns, S, A]
+
+    def needed_of(edges, targets):  # [turns, S, A], [S, A] -> [turns, 3 S]
+        rows_hit = jnp.broadcast_to(afterstate_row[:, None, None], edges.shape)
+        return jnp.zeros((turns, num_positions * 3), bool).at[rows_hit, jnp.broadcast_to(targets, edges.shape)].max(
+            edges)
+
+    needed = jax.vmap(needed_of)(edge_keep, target)  # [P, turns, 3 S]
+    encoded = encode_afterstate(jnp.repeat(observation, 3, axis=2), jnp.zeros((), bool),
+                                jnp.tile(signs, num_positions), vocab_size=vocab)  # [P, turns, 3 S, W]
+    width = encoded.shape[-1]
+    problem_index = jnp.broadcast_to(jnp.arange(num_problems, dtype=jnp.int32)[:, None, None], needed.shape)
+    live_scores, evals = _distinct_scores(policy_fn.score_fn, params, encoded.reshape(-1, width), needed.reshape(-1),
+                                          problem_index.reshape(-1, 1), vocab_size=vocab + 5, chunk_size=chunk_size)
+    live_scores = live_scores.reshape(num_problems, turns, num_positions * 3)
+    terminal_rows = encode_afterstate(jnp.zeros((3, width - 2), jnp.int32), jnp.ones((3,), bool), signs,
+                                      vocab_size=vocab)
+    terminal_scores = policy_fn.score_fn(params, terminal_rows)  # [3]
+    gathered = jax.vmap(lambda scores, t: scores[:, t])(live_scores, target)  # [P, turns, S, A]
+    scores = jnp.where(graphs.terminal[:, None], terminal_scores[reward_sign(graphs.reward)][:, None],
+                       gathered[:, afterstate_row])
+    logits = masked_logits(scores, legal)
+    if policy_fn.logits_transform is not None:
+        logits = policy_fn.logits_transform(logits, legal)
+    probs = jnp.where(keep[..., None], action_probabilities(logits, legal), 0.0)
+    evals = evals + 3 * jnp.any(graphs.terminal & graphs.legal).astype(jnp.int32)
+    return jnp.broadcast_to(probs, (num_problems, horizon + 1, num_positions, num_actions)), evals
+
+
 def network_policy_probs_batch(env: Environment, problems: Any, graphs: Graph, policy_fn: PolicyFn, params: Any, *,
                                horizon: int, starts: jax.Array | None = None,
                                chunk_size: int = NETWORK_CHUNK) -> tuple[jax.Array, jax.Array]:
@@ -157,6 +234,9 @@ def network_policy_probs_batch(env: Environment, problems: Any, graphs: Graph, p
     horizon = check_horizon(horizon)
     if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
         raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    if policy_input_of(policy_fn) == "afterstate":
+        return _afterstate_probs_batch(env, problems, graphs, policy_fn, params, horizon=horizon, starts=starts,
+                                       chunk_size=chunk_size)
     num_problems, num_positions, num_actions = graphs.legal.shape
     rows = jax.vmap(lambda p, g, s: _network_rows(env, p, g, horizon=horizon, start=s)[:3],
                     in_axes=(0, 0, None if starts is None else 0))(problems, graphs, starts)

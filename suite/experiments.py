@@ -80,7 +80,7 @@ def _experiments(quick: bool) -> tuple:
     learning = {"problems_per_iteration": 8, "attempts_per_problem": 4, "learning_rate": 3e-3, **_NETWORK, **evals}
     labels = {"problems_per_iteration": 16 if quick else 32, "attempts_per_problem": 4, **_NETWORK,
               "eval_problems": 16, "validation_problems": 16}
-    return (
+    experiments = (
         Experiment("labels-mad", "labels", ("mad",), {"env": "mad", **labels},
                    ({**_TINY_MAD},) if quick else ({**_TINY_MAD}, {**_REPAIR_MAD}), seeds,
                    {"train_episodes": 512}, "tiny MAD: labels on trajectories of the uniform and a trained policy"),
@@ -107,8 +107,11 @@ def _experiments(quick: bool) -> tuple:
                    {"attempts": 1_000 if quick else 3_000, "fixed-steps": 20_000 if quick else 80_000},
                    "tiny MAD with 12 turns: room to select a distractor and repair it"),
     )
+    # the quick suite: both label experiments and one learning experiment per environment
+    return tuple(e for e in experiments if not quick or e.name not in QUICK_LEAVES_OUT)
 
 
+QUICK_LEAVES_OUT = ("umbrella-distract", "learn-mad-repairs")
 SUITES = {"quick": _experiments(True), "full": _experiments(False)}
 BUILTIN_ARMS = {
     "outcome": {"credit": "outcome"},
@@ -120,6 +123,9 @@ BUILTIN_ARMS = {
     "critic": {"credit": "critic"},
     "predictor": {"credit": "predictor"},
 }
+
+
+QUICK_ARMS = ("outcome", "mc", "exact")  # `--quick`'s default arms; `--arms` chooses others
 
 
 def get_suite(name: str) -> tuple:

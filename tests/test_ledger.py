@@ -22,7 +22,7 @@ def test_accounts_and_totals_are_exact_under_jit():
         "label_env_steps": 5000, "label_policy_evals": 4200,
         "critic_env_steps": 7, "critic_policy_evals": 3,
         "predictor_env_steps": 20, "predictor_policy_evals": 11,
-        "total_env_steps": 5169, "total_policy_evals": 4356,
+        "afterstate_env_steps": 0, "total_env_steps": 5169, "total_policy_evals": 4356,
     }
 
 

@@ -156,3 +156,87 @@ def test_bad_problem():
         env.init_problem(RoutineProblem(decision=np.array([True, True, True, False]), right=np.zeros(4, np.int32)))
     with pytest.raises(ValueError, match=r"right must be in \[0, 3\)"):
         env.init_problem(PROBLEM.replace(right=jnp.array([0, 5, 0, 1], jnp.int32)))
+
+
+def test_default_is_the_fixed_horizon_design_unchanged():
+    """The default configuration draws the same layout and shows the same tokens as before the
+    fixed-decisions fields existed (hand-recorded values), and its config round-trips."""
+    env = make("routine")
+    assert (env.horizon, env.num_decisions, env.vocab_size, env.cue, env.decisions) == (16, 4, 20, "right", 0)
+    problem = env.sample_problem(jax.random.key(3))
+    assert np.flatnonzero(np.asarray(problem.decision)).tolist() == [6, 7, 12, 14]
+    assert np.asarray(problem.right).tolist() == [0] * 6 + [1] + [0] * 9
+    s = env.init_problem(problem)
+    cues = []
+    for a in range(16):
+        cues.append(int(s.observation[1]))
+        s = env.step(s, a % 2)
+    assert cues == [17] * 6 + [19, 18] + [17] * 4 + [18, 17, 18, 17] and float(s.reward) == 0.0
+    assert type(env)(**env.config()) == env and env.config()["horizon"] == 16
+
+
+@pytest.mark.parametrize("decisions", [2, 4])
+@pytest.mark.parametrize("placement", ["random", "fixed"])
+def test_fixed_decisions_have_exactly_d_consequential_turns(decisions, placement):
+    """decisions=D, density ρ: H = D / ρ and every sampled layout has exactly D decision turns;
+    under the uniform reference exact credit is 0 on every routine turn and non-zero on every
+    decision turn reached before a mistake, at every horizon from D to 64."""
+    for density in (1.0, 0.5, 0.25, 0.125, 0.0625) + ((1 / 32,) if decisions == 2 else ()):
+        env = make("routine", decisions=decisions, density=density, placement=placement, cue="index")
+        assert env.horizon == round(decisions / density) and env.num_decisions == decisions
+        problems = jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(1), 64))
+        assert (np.asarray(problems.decision).sum(axis=1) == decisions).all()
+        problem = jax.tree_util.tree_map(lambda x: x[0], problems)
+        graph = solver.build_graph(env, problem)
+        values = solver.solve_graph(graph, policy="uniform", horizon=env.horizon)
+        k = np.arange(env.horizon)
+        alive = k * (env.max_wrong + 1)  # positions (k, w = 0)
+        delta = np.asarray(values.q)[env.horizon - k, alive] - np.asarray(values.v)[env.horizon - k, alive][:, None]
+        decision = np.asarray(problem.decision)
+        assert (delta[~decision] == 0).all() and (np.abs(delta[decision]) > 0).all()
+        assert np.isclose(float(values.v[env.horizon, 0]), 0.5**decisions)  # uniform success 1/C^D at every ρ
+
+
+def test_fixed_decisions_config():
+    env = make("routine", decisions=3, density=0.3)
+    assert env.horizon == 10 and env.realised_density == 0.3 and type(env)(**env.config()) == env
+    assert make("routine", decisions=2, density=0.3).horizon == 7  # 6.67 rounds half up to 7
+    with pytest.raises(ValueError, match="disagrees with decisions / density"):
+        make("routine", decisions=2, density=0.25, horizon=16)
+    with pytest.raises(ValueError, match="need horizon 200"):
+        make("routine", decisions=2, density=0.01)
+    with pytest.raises(ValueError, match="routine.cue"):
+        make("routine", cue="hidden")
+    with pytest.raises(ValueError, match="vocab_horizon"):
+        make("routine", horizon=8, vocab_horizon=4)
+
+
+def test_index_cue_hides_the_right_action():
+    """cue='right' shows the right action at a decision (a policy can copy it); cue='index' shows
+    only the decision's ordinal, and the right action of decision j is the fixed answers()[j], the
+    same for every layout and horizon: the observation is independent of the right action."""
+    shown = make("routine", decisions=2, density=0.25, placement="fixed")
+    hidden = make("routine", decisions=2, density=0.25, placement="fixed", cue="index", vocab_horizon=16)
+    answers = hidden.answers()
+    assert answers[:2].tolist() == make("routine", decisions=2, density=1.0, cue="index").answers()[:2].tolist()
+    p = hidden.sample_problem(jax.random.key(0))
+    turns = np.flatnonzero(np.asarray(p.decision))
+    assert turns.tolist() == [2, 6] and np.asarray(p.right)[turns].tolist() == answers[:2].tolist()
+    s = hidden.init_problem(p)
+    observed = []
+    for t in range(hidden.horizon):
+        observed.append(s.observation.tolist())
+        s = hidden.step(s, int(p.right[t]))
+    assert float(s.reward) == 1.0 and hidden.vocab_size == 16 + 2 + 2
+    assert [o[1] for o in observed] == [17, 17, 18, 17, 17, 17, 19, 17]  # V + 1 routine, V + 2 + j decision
+    right_cues = set()
+    for seed in range(8):  # cue 'right': the decision cue changes with the problem's right action
+        q = shown.sample_problem(jax.random.key(seed))
+        right_cues.add(int(shown.step(shown.step(shown.init_problem(q), 0), 0).observation[1]))  # turn 2
+    assert right_cues == {8 + 2, 8 + 3}
+    with pytest.raises(ValueError, match="fixed answers"):
+        hidden.init_problem(p.replace(right=jnp.where(p.decision, 1 - p.right, 0)))
+    check_environment(hidden, reference=make_reference(hidden), num_episodes=32, illegal_fraction=0.1)
+    protocol = text_protocol(hidden)
+    prompt = protocol.render_prompt(hidden.step(hidden.step(hidden.init_problem(p), 0), 0))
+    assert "Decision turn 1 of 2" in prompt and "the right choice is" not in prompt

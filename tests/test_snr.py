@@ -42,6 +42,11 @@ def test_predicted_ratio_hand_value():
     (["--density", "0.01,0.5", "--horizon", "16"], "rounds to 0 decisions"),
     (["--batches", "20", "--blocks", "8"], "multiple of num_blocks"),
     (["--estimators", "exact,mc"], "must include outcome"),
+    (["--decisions", "2", "--horizon", "8"], "--horizon and --decisions exclude each other"),
+    (["--decisions", "2", "--density", "0.5,0.49"], "repeated horizons [4, 4]"),
+    (["--decisions", "2", "--density", "1,0.01"], "need horizon 200"),
+    (["--decisions", "2", "--cue", "secret"], "routine.cue"),
+    (["--seeds", "3"], "--seeds needs --decisions"),
 ])
 def test_snr_command_bad_input(argv, message, capsys):
     assert main(["snr", *argv]) == 2
@@ -57,3 +62,88 @@ def test_density_study_preset_builds_every_cell():
     config = cells[("fixed-steps", "exact-rho0.5")]
     assert config.env == "routine" and config.credit == "exact" and config.budget_counter == "total_env_steps"
     assert dict(config.env_overrides) == {"horizon": 8, "density": 0.5}
+
+
+def test_decision_turn_probabilities_and_mc_noise_hand_values():
+    from jaxcredit.analysis.snr_theory import decision_turn_probabilities, trace_terms
+
+    p = decision_turn_probabilities(horizon=3, num_decisions=2, placement="random")
+    np.testing.assert_allclose(p, [[2 / 3, 0], [1 / 3, 1 / 3], [0, 2 / 3]])
+    # fatal, C = 2, H = 2, one decision fixed at turn 1, G = 2, K = 1: exact credit's group sum is
+    # deterministic ((1/2)(e_r - u) whatever is chosen), so its trace is 0; mc adds, at the routine
+    # turn, ((Q̂0 - Q̂1) / 2)² with Q̂a iid Bernoulli(1/2): 1/8 per episode, times ||s||² = 1/2, times G.
+    terms = trace_terms(horizon=2, num_decisions=1, num_choices=2, failure="fatal", survival=0.5, group_size=2,
+                        placement="fixed", cue="index", mc_continuations=1)
+    assert terms["exact"] == pytest.approx(0.0) and terms["mc"] == pytest.approx(1 / 8)
+    assert terms["outcome"] == pytest.approx(1.0) and terms["mean_sq"] == pytest.approx(1 / 8)
+
+
+def test_closed_form_snr_matches_monte_carlo_on_a_tiny_fixed_decision_case():
+    """Tabular policy at uniform init, D = 2 decisions at density 1/2 (H = 4), fatal, cue 'index',
+    random placement, 4 problems x 4 attempts per batch, mc with K = 2: the measured SNR of
+    outcome (rloo), exact and mc over 512 batches is within 10% of `predicted_snr`, and so is the
+    ratio exact/outcome (predicted 3.32)."""
+    import jax
+
+    from jaxcredit.analysis.snr import _snr, seeded_moments
+    from jaxcredit.analysis.snr_theory import predicted_snr
+
+    env = make("routine", decisions=2, density=0.5, cue="index")
+    config = SnrConfig(densities=(1.0, 0.5), estimators=("outcome", "exact", "mc"), num_batches=512, num_blocks=4,
+                       problems_per_batch=4, group_size=4, baseline="rloo", mc_continuations=2)
+    init_fn, policy_fn = tabular_policy(env)
+    params = jax.tree_util.tree_map(lambda x: x[None], init_fn(None))
+    sums, squares = seeded_moments(env, policy_fn, params, jax.random.key(7)[None], config=config)
+    measured = _snr(np.asarray(sums, np.float64).sum(1), np.asarray(squares, np.float64).sum(1), 512)[0][0]
+    predicted = predicted_snr(env, problems_per_batch=4, group_size=4, mc_continuations=2)
+    assert predicted["exact"] / predicted["outcome"] == pytest.approx(3.32, abs=0.01)
+    np.testing.assert_allclose(measured, [predicted[n] for n in ("outcome", "exact", "mc")], rtol=0.1)
+    assert predicted["outcome"] < predicted["mc"] < predicted["exact"]
+
+
+def test_density_fixed_preset_keeps_d_fixed_and_hides_the_answer():
+    from jaxcredit.train import get_preset
+
+    spec = get_preset("density-fixed")
+    cells = spec.cell_configs()
+    assert len(cells) == 2 * 3 * 5 and spec.base["num_seeds"] >= 5
+    horizons = set()
+    for (regime, _arm), config in cells.items():
+        env = make("routine", **dict(config.env_overrides))
+        assert env.num_decisions == 4 and env.cue == "index" and env.vocab_size == 64 + 2 + 4
+        horizons.add(env.horizon)
+        if regime == "attempts":  # an evaluation after every update
+            assert config.budget // config.num_evals == config.episodes_per_iteration
+    assert horizons == {4, 8, 16, 32, 64}
+
+
+def test_snr_command_fixed_decisions_json(capsys):
+    """`snr --decisions 2 --json`: horizons D / ρ, one SNR per seed and density, and fits whose
+    amplitude slope is half the power slope, with the closed form beside the tabular policy."""
+    import json
+
+    argv = ["snr", "--decisions", "2", "--density", "1,0.5", "--cue", "index", "--policy", "tabular",
+            "--estimators", "outcome,outcome-rloo,exact", "--batches", "8", "--blocks", "2", "--problems", "2",
+            "--seeds", "2", "--json"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["horizons"] == [2, 4] and summary["seeds"] == [0, 1]
+    assert np.asarray(summary["snr"]["exact"]).shape == (2, 2)
+    fit = summary["fit"]["exact/outcome-rloo"]
+    assert fit["amplitude"]["slope"] == pytest.approx(fit["power"]["slope"] / 2)
+    assert summary["predicted"]["outcome"] == "outcome-rloo" and len(summary["predicted"]["snr"]["exact"]) == 2
+
+
+def test_snr_command_fixed_decisions_from_a_checkpoint(capsys):
+    """The committed partly trained policy (D = 2, cue index, V = 64) reads every horizon of a D = 2
+    grid; a D = 4 grid needs another network, which is refused in one line."""
+    import json
+
+    argv = ["snr", "--decisions", "2", "--checkpoint", "docs/density/policy-d2", "--density", "1,0.5",
+            "--estimators", "outcome,exact", "--batches", "4", "--blocks", "2", "--problems", "2", "--json"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["config"]["policy"] == "checkpoint" and summary["horizons"] == [2, 4]
+    assert summary["config"]["env"]["cue"] == "index" and summary["config"]["env"]["vocab_horizon"] == 64
+    assert main(["snr", "--decisions", "4", "--checkpoint", "docs/density/policy-d2", "--density", "1,0.5"]) == 2
+    assert "train it with the same decisions" in capsys.readouterr().err

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from jaxcredit.afterstate import POLICY_INPUTS
 from jaxcredit.arm_registry import (
     CREDIT_ARMS,
     OPTIONS_FIELD,
@@ -64,6 +65,10 @@ class TrainConfig:
       num_layers: the policy network's Transformer blocks.
       num_heads: the policy network's attention heads (must divide `d_model`).
       mlp_dim: the hidden width of each block's MLP.
+      policy_input: what the policy network reads (`jaxcredit.afterstate`): `tokens` (the
+        observation; one logit per action slot) or `afterstate` (the state every legal action
+        leads to, computed with the environment's `step` and scored one by one; its steps are
+        counted in the ledger's `afterstate_env_steps`, part of `total_env_steps`).
       budget_counter: the ledger counter the budget is counted in: `main_episodes`, `total_env_steps` or
         `total_policy_evals` (policy forward passes over every account; the matched regime's
         `match_on: policy_evals`).
@@ -99,6 +104,7 @@ class TrainConfig:
     num_layers: int = 2
     num_heads: int = 4
     mlp_dim: int = 256
+    policy_input: str = "tokens"
     budget_counter: str = "main_episodes"
     budget: int = 20_000
     num_evals: int = 10
@@ -129,6 +135,7 @@ class TrainConfig:
         self._set_options()
         choice("budget_counter", BUDGET_COUNTERS)
         choice("loss_normalisation", LOSS_NORMALISATIONS)
+        choice("policy_input", POLICY_INPUTS)
         for field in ("problems_per_iteration", "attempts_per_problem", "ppo_epochs", "d_model", "num_layers",
                       "num_heads", "mlp_dim", "num_evals", "eval_problems", "validation_problems", "num_seeds",
                       "shard_devices"):

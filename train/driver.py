@@ -44,6 +44,7 @@ from jaxcredit import rundir_io
 from jaxcredit.arm_registry import credit_arm
 from jaxcredit.checkpoint import save_policy
 from jaxcredit.ledger import ledger_to_dict
+from jaxcredit.policy import task_sizes
 from jaxcredit.rundir_io import RunLock, check_writable_dir, evaluation_families, family_rows, seed_measures
 from jaxcredit.sharding import batch_mesh
 from jaxcredit.tracking import check_trackers, open_trackers
@@ -538,4 +539,5 @@ def _save_policies(run: RunDir, trainer: Trainer, state) -> None:
         if _is_writer():
             rundir_io.before_file_operation("checkpoint", path)
         save_policy(path, _seed_slice(params, i), policy_config=trainer.policy_config,
-                    env_name=env.name, env_config=env_config, extra={"seed_index": i}, overwrite=True)
+                    env_name=env.name, env_config=env_config, extra={"seed_index": i}, overwrite=True,
+                    sizes=task_sizes(env))

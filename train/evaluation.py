@@ -17,6 +17,7 @@ Shape letters: E evaluation problems, V validation problems, T turns, A actions.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -26,7 +27,7 @@ import numpy as np
 
 from jaxcredit.env import Environment
 from jaxcredit.holdout import EVALUATION, VALIDATION, first_in_split
-from jaxcredit.policy_fn import PolicyFn
+from jaxcredit.policy_fn import AfterstatePolicy, PolicyFn
 from jaxcredit.rollout import rollout
 
 EvalSets = dict  # family name -> problem pytree with leaves [E, ...]
@@ -63,13 +64,21 @@ def validation_set(env: Environment, config) -> Any:
     return _held_out(env, config, None, config.validation_problems, VALIDATION, seed=config.eval_seed + 1)
 
 
+def _greedy_logits(logits: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
+    """float32 `[..., A]`: 0 at the highest-scoring legal action, -1e9 elsewhere."""
+    best = jnp.argmax(jnp.where(legal_action_mask, logits, -jnp.inf), axis=-1)
+    return jnp.where(jnp.arange(logits.shape[-1]) == best[..., None], 0.0, -1e9)
+
+
 @functools.cache  # one greedy function per policy, so jit caches hit
 def greedy(policy_fn: PolicyFn) -> PolicyFn:
-    """The greedy version of `policy_fn`: all mass on the highest-scoring legal action."""
+    """The greedy version of `policy_fn`: all mass on the highest-scoring legal action (for an
+    `AfterstatePolicy`, the same policy with that transform, so it still reads afterstates)."""
+    if isinstance(policy_fn, AfterstatePolicy):
+        return dataclasses.replace(policy_fn, logits_transform=_greedy_logits)
+
     def greedy_fn(params, observation, legal_action_mask):
-        logits = jnp.where(legal_action_mask, policy_fn(params, observation, legal_action_mask), -jnp.inf)
-        best = jnp.argmax(logits, axis=-1)
-        return jnp.where(jnp.arange(logits.shape[-1]) == best[..., None], 0.0, -1e9)
+        return _greedy_logits(policy_fn(params, observation, legal_action_mask), legal_action_mask)
 
     return greedy_fn
 

@@ -29,6 +29,11 @@ makes a study long: its length is the label arms' label work, in outcome iterati
   chosen on the validation set at the attempts budget on 3 tuning seeds of their own
   (`jaxcredit.train.tuning`), and the matched regime in both currencies (env steps and policy
   evaluations). Tuning is 30 runs of 3 seeds at 40,000 attempts; not yet run, so no time measured.
+- `density-fixed`: Routine with D = 4 decisions at densities 1 .. 1/16 (horizon D / ρ = 4 .. 64:
+  routine turns inserted, the task otherwise the same), the right actions hidden (cue `index`),
+  outcome vs exact vs mc at each, 5 paired seeds, 64 evaluations per run (every update in the
+  `attempts` regime); regimes `attempts` and `fixed-steps`; every arm tuned first on `EQUAL_TUNING`
+  (each credit at each density its own tuning). See docs/density.md.
 """
 
 from __future__ import annotations
@@ -45,6 +50,18 @@ ARITHMETIC_STUDY_FAMILIES = ("default", "small_targets", "multiplication")
 _UNIFORM_VALUES = {"credit": "solver", "credit_options.policy": "uniform"}
 _DENSITY_CREDITS = {"outcome": {"credit": "outcome"}, "exact": {"credit": "exact"},
                     "mc": {"credit": "mc", "credit_options.continuations": 2}}
+
+
+DENSITY_FIXED_DECISIONS = 4
+DENSITY_FIXED_DENSITIES = (1.0, 0.5, 0.25, 0.125, 0.0625)
+
+
+def _fixed_decision_arms() -> dict:
+    """`{credit}-rho{density}` -> config fields: Routine (fatal, random placement) with D = 4 decisions,
+    H = 4 / ρ, right actions hidden (cue `index`), one token layout for every horizon (V = 64)."""
+    return {f"{name}-rho{density:g}": {**fields, "env_overrides": {
+        "decisions": DENSITY_FIXED_DECISIONS, "density": density, "cue": "index", "vocab_horizon": 64}}
+        for density in DENSITY_FIXED_DENSITIES for name, fields in _DENSITY_CREDITS.items()}
 
 
 def _density_arms() -> dict:
@@ -115,6 +132,24 @@ PRESETS: dict[str, SweepSpec] = {
         reference_arm="outcome-rho0.125",
         regimes=("attempts", "fixed-steps"),
         cpu_minutes="34 measured (2026-12-01, cells' wall time, at nice 19 beside the test suite)",
+    ),
+    "density-fixed": SweepSpec(
+        name="density-fixed",
+        description="Routine (fatal), D=4 decisions at densities 1..1/16 (H=4..64), right actions hidden, outcome "
+                    "vs exact vs mc (K=2), equal attempts and equal total env steps, 5 paired seeds",
+        base={"env": "routine", "learning_rate": 3e-3, "num_seeds": 5, "num_evals": 64, "eval_problems": 128,
+              "problems_per_iteration": 16, "attempts_per_problem": 4, "holdout_fraction": 0.0},
+        arms=_fixed_decision_arms(),
+        # 64 evaluations: every update (64 attempts) in `attempts`; every 4,096 env steps in
+        # `fixed-steps` (one outcome update at H = 64, sixteen at H = 4)
+        budgets={"attempts": 4_096, "fixed-steps": 262_144},
+        reference_arm="outcome-rho1",
+        regimes=("attempts", "fixed-steps"),
+        # every (credit, density) arm tuned on the same grid first; outcome also on its baseline
+        tune={**EQUAL_TUNING, "arm_grid": {f"outcome-rho{d:g}": EQUAL_TUNING["arm_grid"]["outcome"]
+                                           for d in DENSITY_FIXED_DENSITIES}},
+        cpu_minutes="the study untuned is about 70 CPU minutes (projected from measured cells in docs/density.md); "
+                    "tuning adds 120 runs of 3 seeds at the attempts budget",
     ),
 }
 
