@@ -228,7 +228,7 @@ def run_audit(env: Environment, policy_fn: PolicyFn, params: Any, key: jax.Array
         audit["env_steps"]["sampled_completions"] = sampled["env_steps"]
         audit["completions"]["sampled"] = {"total": sampled["total_completions"], "per_state": float(num_completions)}
         seconds["sampled_completions"] = sampled["seconds"]
-    if env.name == "arithmetic":
+    if "final_context" in env.audit_details:
         started = time.perf_counter()
         audit["final_context"] = _final_context(env, policy_fn, params, trajectory)
         seconds["final_context"] = time.perf_counter() - started

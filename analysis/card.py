@@ -15,7 +15,8 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from jaxcredit.credit_arms import credit_arm
+from jaxcredit.arm_registry import CardText, options_of_config, options_to_dict
+from jaxcredit.credit_arms import OBSERVED_STATE
 from jaxcredit.overrides import apply_overrides
 from jaxcredit.rundir_io import REGIME_BUDGET_COUNTERS, RENAMED_REGIMES, read_json, table_regimes
 from jaxcredit.stats import INTERVAL_METHOD, interval_description
@@ -25,11 +26,6 @@ FIELDS = ("unit_and_estimand", "effective_state", "intervention_provenance", "do
 TITLES = {"unit_and_estimand": "Unit and estimand", "effective_state": "Effective state",
           "intervention_provenance": "Intervention provenance", "downstream_protocol": "Downstream protocol",
           "support_and_uncertainty": "Support and uncertainty", "optimization_interface": "Optimization interface"}
-_OBSERVED_STATE = ("the full environment state: the position (MAD: tape and selection; arithmetic: the live "
-                   "numbers and history) and the turns left, which the values depend on even where the "
-                   "network's observation does not show them")
-
-
 @dataclasses.dataclass(frozen=True)
 class CAIDCard:
     """One CA-ID card. `subject` names the claim (e.g. `sweep quick / arm mc`)."""
@@ -59,94 +55,21 @@ def _env_text(config: dict) -> str:
     return f"{config.get('env', 'mad')}" + (f" ({extra})" if extra else " (default configuration)")
 
 
-def _credit_text(config: dict) -> tuple[str, str, str, str]:
-    """(estimand, effective state, provenance, downstream) of a training config's credit arm; the
-    provenance ends with the ledger account the arm's work is charged to (`jaxcredit.credit_arms`)."""
-    credit = config.get("credit", "outcome")
-    account = credit_arm(credit).account  # raises ValueError naming the registered arms
-    estimand, state, provenance, downstream = _arm_text(config, credit)
-    replacement = config.get("replacement", "on-policy")
-    if replacement != "on-policy":
-        estimand += f", with E_{{a' ~ {replacement}}}[Q(s_t, a')] in place of V (the {replacement} replacement)"
-    charged = f"its work is charged to the ledger's {account} account" if account else "no label work"
-    return estimand, state, f"{provenance}; {charged}", downstream
+def _credit_text(config: dict) -> CardText:
+    """The card text of a training config's credit arm (the arm's own `card`, from its options,
+    `jaxcredit.arm_registry`); the provenance ends with the ledger account the arm's work is
+    charged to. A config of either spelling (`credit_options`, or an older version's flat fields)."""
+    arm, options = options_of_config(config)  # raises ValueError naming the registered arms
+    text = arm.card(options, config) if arm.card is not None else _default_text(arm, options)
+    charged = f"its work is charged to the ledger's {arm.account} account" if arm.account else "no label work"
+    return text._replace(provenance=f"{text.provenance}; {charged}")
 
 
-def _arm_text(config: dict, credit: str) -> tuple[str, str, str, str]:
-    group = config.get("attempts_per_problem", 4)
-    if credit == "outcome":
-        baseline = config.get("outcome_baseline", "grpo")
-        return (f"every action of an episode gets its episode return, group-normalised ({baseline} over the "
-                f"{group} attempts of the same problem)",
-                "none: one value per episode, compared within the group of attempts on one problem",
-                "none (observed outcomes of the main attempts; no intervention)",
-                "the main attempts themselves under the current policy, to the end of the episode; reward: "
-                "the environment's success reward")
-    if credit == "mc":
-        k = config.get("mc_continuations", 4)
-        variant = config.get("mc_variant", "td")
-        formula = "r_t + V̂(s_{t+1}) − V̂(s_t)" if variant == "td" else "Q̂(s_t, a_t) − V̂(s_t), V̂ = Σ π Q̂"
-        return (f"per action: {formula}, estimating Q^π(s_t, a_t) − V^π(s_t) of the current policy",
-                _OBSERVED_STATE, f"continuation (K={k} per state{', per action' if variant == 'q' else ''})",
-                "continuations under the current policy from the branched state to the episode's end "
-                "(at most max_turns); reward: the environment's success reward")
-    if credit == "exact":
-        return ("per action: Q^π(s_t, a_t) − V^π(s_t) of the current policy", _OBSERVED_STATE,
-                "exact, solver over the graph of positions reached from the start (the current network at "
-                "each distinct observation)",
-                "the current policy in expectation over the complete graph, for the turns left; reward: the "
-                "environment's success reward")
-    if credit == "solver":
-        policy = config.get("solver_policy", "uniform")
-        if policy == "soft":
-            policy = f"soft-optimal (Boltzmann, τ={config.get('solver_temperature', 0.3)})"
-        weight = config.get("solver_weight", 1.0)
-        added = " plus the outcome advantage" if config.get("solver_add_outcome") else ""
-        return (f"per action: {weight} × (Q^μ − V^μ){added}, μ = the {policy} policy (fixed, not the learner)",
-                _OBSERVED_STATE, f"exact under fixed reference/optimal policy ({policy}), solver over complete graph",
-                f"the fixed {policy} policy in expectation, for the turns left; reward: the environment's "
-                "success reward")
-    if credit == "anchor":
-        weight = config.get("anchor_weight", 1.0)
-        discount = config.get("anchor_discount", 0.95)
-        return (f"per action: the GRPO episode advantage + {weight} × the return-to-go (discount {discount}) "
-                "normalised among the group's steps taken in the same position (GiGPO)",
-                "identical positions (anchor states) within the group of attempts on one problem",
-                "none (observed returns-to-go of the main attempts grouped by anchor state)",
-                "the main attempts under the current policy, to the end of the episode")
-    if credit == "critic":
-        states = config.get("critic_label_states", 32)
-        k = config.get("critic_continuations", 4)
-        lam = config.get("critic_lambda", 0.95)
-        return (f"per action: GAE (λ={lam}) over δ_t = r_t + V_φ(s_{{t+1}}) − V_φ(s_t), V_φ the network's value head",
-                "the network's observation (what the value head reads)",
-                f"learned value (trained on continuation labels: {states} states × K={k} per iteration)",
-                "continuations under the current policy for the value head's labels, to the episode's end")
-    if credit in ("progress-soft", "progress-hard"):
-        n = config.get("progress_continuations", 4)
-        phi = ("the fraction of N continuations that succeed" if credit == "progress-soft"
-               else "1 when any of N continuations succeeds, else 0")
-        return (f"per action: Φ(h_{{t+1}}) − Φ(h_t), Φ = {phi} (Math-Shepherd {credit[9:]} labels): where the "
-                "step leads, not what it did", _OBSERVED_STATE, f"continuation (N={n} per state)",
-                "continuations under the current policy from each state to the episode's end; reward: the "
-                "environment's success reward")
-    if credit == "progress-model":
-        return ("per action: Φ_θ(h_{t+1}) − Φ_θ(h_t), Φ_θ the network's value head fitted on the policy's own "
-                "episodes' outcomes (a learned process reward model)",
-                "the network's observation (what the value head reads)",
-                "learned value (trained on the main attempts' returns to go; no continuations)",
-                "the main attempts themselves under the current policy, to the end of the episode")
-    if credit == "predictor":
-        states = config.get("predictor_states", 256)
-        k = config.get("predictor_continuations", 4)
-        return ("per action: Q̂(s_t, a_t) − Σ_a π₀(a|s_t) Q̂(s_t, a), Q̂ a frozen model of Q^π₀ of the initial policy "
-                "π₀, fitted once before training (a fixed label per state and action)",
-                "the network's observation (what the predictor reads)",
-                f"learned action values, fitted offline on one fixed dataset of {states} states visited by π₀, "
-                f"every legal action labelled by K={k} continuations (charged once, before the first iteration)",
-                "continuations under the initial policy π₀ from the forced action to the episode's end (for the "
-                "dataset only; none during training)")
-    raise ValueError(f"no CA-ID card text for credit arm {credit!r}: add it here")
+def _default_text(arm, options) -> CardText:
+    """What a card says of an arm without its own `card`: its description and options."""
+    settings = ", ".join(f"{k}={v}" for k, v in options_to_dict(options).items())
+    return CardText(f"per action: {arm.description}" + (f" ({settings})" if settings else ""),
+                    "not stated by the arm", "not stated by the arm", "not stated by the arm")
 
 
 def _interface(config: dict) -> str:
@@ -158,9 +81,7 @@ def _interface(config: dict) -> str:
     text = (f"the per-action advantage multiplies the action's log-probability in a {loss} loss, masked to live "
             f"steps and averaged {averaged}; entropy bonus {config.get('entropy_coef', 0.0)}, "
             f"Adam lr {config.get('learning_rate')}, gradient norm clip {config.get('max_grad_norm')}")
-    if config.get("credit") in ("critic", "progress-model"):
-        text += f"; plus the value head's squared error × {config.get('critic_coef', 1.0)}"
-    return text
+    return text + _credit_text(config).interface
 
 
 def _regime_budget(regime: str, budgets: dict) -> str:
@@ -183,7 +104,7 @@ def card_for_config(config: dict, *, subject: str, regimes: dict | None = None,
     `regimes` (`{regime: budget}`) describes a sweep's budgets, `regime_order` the regimes it ran
     (default: the keys of `regimes`); a run's own budget is used otherwise.
     """
-    estimand, state, provenance, downstream = _credit_text(config)
+    estimand, state, provenance, downstream, _ = _credit_text(config)
     seeds = config.get("num_seeds")
     if regimes is not None or regime_order:
         budget = "; ".join(_regime_budget(r, regimes or {}) for r in (regime_order or list(regimes)))
@@ -255,7 +176,7 @@ def card_for_audit(audit: dict, *, policy: str) -> CAIDCard:
         subject=f"audit of {policy} on {audit['env']}",
         unit_and_estimand=f"unit: one legal action in a sampled state of {_env_text(env)}; estimand: "
                           "Q^π(s, a) − V^π(s) of the audited policy π (V̂ = Σ π Q̂; sampled: the mean return)",
-        effective_state=_OBSERVED_STATE,
+        effective_state=OBSERVED_STATE,
         intervention_provenance="; ".join(provenance) + " compared with exact, solver over complete graph under "
                                 "the same policy",
         downstream_protocol="the audited policy plays from the forced or sampled first action to the episode's end "

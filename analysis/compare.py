@@ -17,6 +17,7 @@ from jaxcredit.analysis.rundirs import (
     policy_eval_flops_of,
     read_json,
     read_jsonl,
+    read_sweep_spec,
     seed_measures,
     sweep_credits,
     sweep_regimes,
@@ -65,7 +66,7 @@ def compare_arms(sweep_dir: str, arm: str, baseline: str, regime: str) -> dict:
     In `matched`, `arm` is a label arm (its `attempts` run) and `baseline` an arm without label
     work (its run given exactly `arm`'s total env steps).
     """
-    spec = read_json(os.path.join(sweep_dir, "sweep_spec.json"))
+    spec = read_sweep_spec(sweep_dir)
     regimes = sweep_regimes(spec)
     if regime not in regimes:
         raise ValueError(f"sweep {sweep_dir} has no regime {regime!r}; choices: {', '.join(regimes)}")
@@ -98,7 +99,7 @@ def compare_sweep(sweep_dir: str, *, confidence: float = 0.95, finished_only: bo
     """The sweep's comparison table (`jaxcredit.comparison.paired_table`) from its run directories:
     `{"method", "confidence", "reference_arm", "regimes": {regime: {row: entry}}, "notes"}`.
     `finished_only`: leave out cells still running (no `summary.json`)."""
-    spec = read_json(os.path.join(sweep_dir, "sweep_spec.json"))
+    spec = read_sweep_spec(sweep_dir)
     reference = spec.get("reference_arm", "outcome")
     pairs = comparison_pairs(sweep_regimes(spec), sweep_credits(spec), reference,
                              environments=arm_environments(spec.get("base", {}), spec.get("arms", {})))

@@ -40,7 +40,7 @@ CONTEXT_MEANING = {
 
 def context_names(env: Environment) -> tuple[str, ...]:
     """The contexts of `env` (an arithmetic environment), in order."""
-    if env.name != "arithmetic":
+    if "final_context" not in env.audit_details:
         raise ValueError(f"the FINAL-context analysis is for arithmetic, not {env.name}")
     return CONTEXTS_ALL_USED if env.require_all_used else CONTEXTS_ANY_SLOT
 

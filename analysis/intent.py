@@ -19,26 +19,11 @@ from __future__ import annotations
 
 import re
 
-from jaxcredit.envs.problems import apply_op
-from jaxcredit.envs.text_protocol import OP_SPELLINGS, Refusal
+from jaxcredit.envs.text_protocol import Refusal
 
 CATEGORIES = ("unparseable", "misformatted", "illegal")
 SCAN_LIMIT = 2000
-_OPS = "".join(re.escape(op) for op in OP_SPELLINGS)
-_ARITHMETIC = [
-    ("combine", re.compile(rf"COMBINE\s*(\d{{1,10}})\s*([{_OPS}X])\s*(\d{{1,10}})", re.IGNORECASE)),
-    ("final", re.compile(r"FINAL[^0-9A-Za-z]{0,12}(\d{1,10})", re.IGNORECASE)),
-    ("undo", re.compile(r"\bUNDO\b", re.IGNORECASE)),
-]
-_MAD = [("cell", re.compile(r"\b(select|unselect)\s*(\d{1,10})", re.IGNORECASE)),
-        ("submit", re.compile(r"\bsubmit\b", re.IGNORECASE))]
-_MAD_NOTE = ("note", re.compile(r"\bnote\s*(\d{1,10})", re.IGNORECASE))  # MAD with decorative actions only
 _LETTER = re.compile(r"(?<![A-Za-z])([A-Z]{1,3})(?![A-Za-z])")
-
-
-def _first(patterns, text):
-    found = [(m.start(), kind, m) for kind, pattern in patterns if (m := pattern.search(text))]
-    return min(found, key=lambda x: x[0])[1:] if found else (None, None)
 
 
 def _canonical(protocol, text: str, state) -> str | None:
@@ -50,23 +35,7 @@ def _canonical(protocol, text: str, state) -> str | None:
                 return protocol.reply(state, action)
         match = _LETTER.search(text)
         return match.group(1) if match else None
-    if protocol.env.name == "mad":
-        notes = getattr(protocol.env, "decorative_actions", 0)
-        kind, match = _first(_MAD + ([_MAD_NOTE] if notes else []), text)
-        if kind == "cell":
-            return f"{match.group(1).lower()} {int(match.group(2))}"
-        if kind == "note":
-            return f"note {int(match.group(1))}"
-        return "submit" if kind == "submit" else None
-    kind, match = _first(_ARITHMETIC, text)
-    if kind == "combine":
-        a, b = int(match.group(1)), int(match.group(3))
-        op = OP_SPELLINGS.get(match.group(2).lower(), 2)
-        result = apply_op(a, op, b)
-        return f"<ACT>COMBINE {a} {'+-*/'[op]} {b} = {result if result is not None else 0}</ACT>"
-    if kind == "final":
-        return f"<FINAL>{int(match.group(1))}</FINAL>"
-    return "<ACT>UNDO</ACT>" if kind == "undo" else None
+    return protocol.lenient_reply(text, state)  # the text protocol's own lenient reading
 
 
 def categorize(protocol, reply: str, refusal: Refusal, state) -> tuple[str, int | None]:

@@ -55,6 +55,7 @@ from jaxcredit.analysis.rundirs import (
     policy_eval_flops_of,
     read_json,
     read_jsonl,
+    read_sweep_spec,
     seed_measures,
     sweep_cells,
     sweep_credits,
@@ -430,7 +431,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     (see the module docstring). `command` is the line that regenerates it, shown at its top;
     `record_command` the one that regenerates it from its record (shown when given); `sweep_paths`
     the sweep's absolute paths that audits name (default `path`'s), written as `run_dir_text`."""
-    spec = read_json(os.path.join(path, "sweep_spec.json"))
+    spec = read_sweep_spec(path)
     regimes = sweep_regimes(spec)
     stem = os.path.basename(page)[: -len(".md")]
     files, link = page[: -len(".md")], f"{stem}/"

@@ -19,7 +19,7 @@ from jaxcredit.analysis.final_context import final_context_markdown
 from jaxcredit.analysis.formatting import format_number
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
 from jaxcredit.analysis.predictor import predictor_sections
-from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
+from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, read_sweep_spec, seed_measures, sweep_cells
 from jaxcredit.output_dirs import check_kind, write_kind
 from jaxcredit.rundir_io import (
     RunLock,
@@ -93,7 +93,7 @@ def regime_curve_runs(cells: dict) -> dict:
 
 
 def _sweep_report(path: str) -> str:
-    spec = read_json(os.path.join(path, "sweep_spec.json"))
+    spec = read_sweep_spec(path)
     comparison = compare_sweep(path)
     _write_json(os.path.join(path, "comparison.json"), comparison)
     lines = [f"# Sweep report: {spec.get('name', os.path.basename(path))}", "", spec.get("description", ""), "",

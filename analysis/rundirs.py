@@ -14,6 +14,7 @@ import os
 
 from jaxcredit.comparison import arm_credits, label_arms, label_free_arms
 from jaxcredit.output_dirs import infer_kind
+from jaxcredit.plugins import load_plugins
 from jaxcredit.rundir_io import is_finished, is_matched, matched_cell, read_json, read_jsonl, table_regimes
 from jaxcredit.rundir_io import seed_measures as seed_measures
 
@@ -61,13 +62,21 @@ def policy_eval_flops_of(config: dict) -> int:
     return policy_eval_flops(network, task_sizes(env))
 
 
+def read_sweep_spec(path: str) -> dict:
+    """A sweep directory's `sweep_spec.json`, after importing the plugins it records (`plugins`:
+    the files or modules whose credit arms its cells train, `jaxcredit.plugins`)."""
+    spec = read_json(os.path.join(path, "sweep_spec.json"))
+    load_plugins(spec.get("plugins"))
+    return spec
+
+
 def sweep_cells(path: str, *, finished_only: bool = False) -> dict:
     """`{regime: {cell: run_dir}}` of a sweep directory, in the spec's order (cells on disk only;
     `finished_only`: only cells whose `summary.json` reads as strict JSON; a torn one raises).
 
     Cells are arm names, and in `matched` the views `<label-free arm>/to-<label arm>`.
     """
-    spec = read_json(os.path.join(path, "sweep_spec.json"))
+    spec = read_sweep_spec(path)
     credits = sweep_credits(spec)
     cells = {}
     for regime in sweep_regimes(spec):

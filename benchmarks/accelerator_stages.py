@@ -36,7 +36,7 @@ CELL_PRESET, CELL_ARM = "mad-study", "mc"
 CELL_BUDGET = 2_048  # main episodes: 32 iterations of 64, about a twentieth of the preset's `attempts` budget
 # --quick: the tests' tiny task (tests/conftest.py TINY_TRAIN), two iterations of 32 episodes
 QUICK_CELL = {"env_overrides": TINY_MAD, **TINY_NETWORK, "problems_per_iteration": 8, "attempts_per_problem": 4,
-              "learning_rate": 3e-3, "mc_continuations": 2, "num_seeds": 2, "eval_problems": 64,
+              "learning_rate": 3e-3, "credit_options.continuations": 2, "num_seeds": 2, "eval_problems": 64,
               "holdout_fraction": 0.0, "budget": 64}
 REPEATS, QUICK_REPEATS = 5, 2
 NOT_RUN = "not run: a smaller size ran out of memory"

@@ -41,9 +41,9 @@ from jaxcredit.benchmarks.common import format_rate, machine_description, print_
 from jaxcredit.rollout import rollout
 from jaxcredit.train import config_from_dict, make_train
 
-ARMS = {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4}}
+ARMS = {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 4}}
 INPUT_ENVS = {"mad": {"env": "mad"}, "arithmetic": {"env": "arithmetic"}}
-INPUT_CREDITS = {"outcome": {"credit": "outcome"}, "solver": {"credit": "solver", "solver_policy": "optimal"}}
+INPUT_CREDITS = {"outcome": {"credit": "outcome"}, "solver": {"credit": "solver", "credit_options.policy": "optimal"}}
 POLICY_INPUTS = ("tokens", "afterstate")
 SCALING_PROBLEMS = (4, 16, 64, 256)  # x 4 attempts: 16 .. 1,024 episodes per iteration
 TARGET_FRACTION = 0.50

@@ -123,6 +123,31 @@ class Arithmetic(Environment):
     def undo_action(self) -> int:
         return self.num_combine_actions
 
+    # ----- evaluation sets, audits, play (the `Environment` hooks) -----
+    audit_details: ClassVar[tuple[str, ...]] = ("final_context",)
+
+    def evaluation_families(self, requested: tuple[str, ...]) -> tuple[str, ...]:
+        """Any registered families (`envs.problems.FAMILIES`); empty: `default`."""
+        for family in requested:
+            get_family(family)
+        return tuple(requested) or ("default",)
+
+    def problem_stream(self, family: str | None, seed: int):
+        """`draw(m)`: `problem_set(family, m, seed)` (None: the environment's own family)."""
+        from jaxcredit.envs.problems import problem_set
+
+        return lambda m: problem_set(family or self.family, m, seed, count=self.count)
+
+    def problem_sample(self, family: str | None, n: int, seed: int):
+        """`problem_set(family, n, seed)` (None: the environment's own family)."""
+        from jaxcredit.envs.problems import problem_set
+
+        return problem_set(family or self.family, n, seed, count=self.count)
+
+    def is_answer_action(self, action: int) -> bool:
+        """The FINAL actions answer."""
+        return action > self.undo_action
+
     def final_action(self, slot: int) -> int:
         """The action id of `FINAL(slot)`."""
         return self.num_combine_actions + 1 + slot

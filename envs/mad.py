@@ -90,6 +90,10 @@ class MadSelectiveCopy(Environment):
     def submit_action(self) -> int:
         return 2 * self.length
 
+    def is_answer_action(self, action: int) -> bool:
+        """`submit` answers."""
+        return action == self.submit_action
+
     @property
     def null_action(self) -> int | None:
         """`note 0` when the environment has decorative actions, else None."""

@@ -35,6 +35,15 @@ from jaxcredit.envs.routine import Routine
 WHITESPACE = " \t\r\n"
 OP_SPELLINGS = {"+": 0, "-": 1, "\u2212": 1, "*": 2, "x": 2, "\u00d7": 2, "/": 3, "\u00f7": 3}
 MAX_DIGITS = 10
+_OPS = "".join(re.escape(op) for op in OP_SPELLINGS)
+_LENIENT_ARITHMETIC = [  # what a refused reply meant, read leniently (`lenient_reply`)
+    ("combine", re.compile(rf"COMBINE\s*(\d{{1,10}})\s*([{_OPS}X])\s*(\d{{1,10}})", re.IGNORECASE)),
+    ("final", re.compile(r"FINAL[^0-9A-Za-z]{0,12}(\d{1,10})", re.IGNORECASE)),
+    ("undo", re.compile(r"\bUNDO\b", re.IGNORECASE)),
+]
+_LENIENT_MAD = [("cell", re.compile(r"\b(select|unselect)\s*(\d{1,10})", re.IGNORECASE)),
+                ("submit", re.compile(r"\bsubmit\b", re.IGNORECASE))]
+_LENIENT_MAD_NOTE = ("note", re.compile(r"\bnote\s*(\d{1,10})", re.IGNORECASE))  # MAD with decorative actions only
 _MAX_PARTS = 6
 _MAX_WORD = 16
 
@@ -118,9 +127,33 @@ class _TextProtocol:
         """Parse `text` and play it: the action, or an out-of-range action for a refusal."""
         return _play(self.env, self, state, text)
 
+    def lenient_reply(self, text: str, state: State) -> str | None:
+        """The reply in this protocol's exact grammar that `text` most likely meant (case-insensitive
+        keywords, any tags or none, the first command in it), or None; what a transcript audit
+        reads a refused reply as (`jaxcredit.analysis.intent`). Default: None (no lenient reading)."""
+        return None
+
+
+def _first(patterns, text):
+    """`(kind, match)` of the pattern matching earliest in `text`, or `(None, None)`."""
+    found = [(m.start(), kind, m) for kind, pattern in patterns if (m := pattern.search(text))]
+    return min(found, key=lambda x: x[0])[1:] if found else (None, None)
+
 
 class ArithmeticText(_TextProtocol):
     """The text protocol of `Arithmetic` (see the module docstring for the grammar)."""
+
+    def lenient_reply(self, text: str, state: State) -> str | None:
+        """The first COMBINE (its result recomputed), FINAL or UNDO in `text`, in the exact grammar."""
+        kind, match = _first(_LENIENT_ARITHMETIC, text)
+        if kind == "combine":
+            a, b = int(match.group(1)), int(match.group(3))
+            op = OP_SPELLINGS.get(match.group(2).lower(), 2)
+            result = apply_op(a, op, b)
+            return f"<ACT>COMBINE {a} {'+-*/'[op]} {b} = {result if result is not None else 0}</ACT>"
+        if kind == "final":
+            return f"<FINAL>{int(match.group(1))}</FINAL>"
+        return "<ACT>UNDO</ACT>" if kind == "undo" else None
 
     def render_prompt(self, state: State) -> str:
         """The prompt for one unbatched state: rules, target, numbers, turns left, history."""
@@ -208,6 +241,17 @@ class ArithmeticText(_TextProtocol):
 class MadText(_TextProtocol):
     """The text protocol of `MadSelectiveCopy`: `select N`, `unselect N`, `submit`, and `note N` when
     the environment has decorative actions."""
+
+    def lenient_reply(self, text: str, state: State) -> str | None:
+        """The first select, unselect or submit (or note, with decorative actions) in `text`, in the
+        exact grammar."""
+        notes = self.env.decorative_actions
+        kind, match = _first(_LENIENT_MAD + ([_LENIENT_MAD_NOTE] if notes else []), text)
+        if kind == "cell":
+            return f"{match.group(1).lower()} {int(match.group(2))}"
+        if kind == "note":
+            return f"note {int(match.group(1))}"
+        return "submit" if kind == "submit" else None
 
     def render_prompt(self, state: State) -> str:
         """The prompt for one unbatched state: rules, tape, selection, turns left."""

@@ -28,16 +28,23 @@ from jaxcredit.credit import (
 )
 from jaxcredit.credit_arms import (
     CREDIT_ARMS,
-    CREDIT_NAMES,
+    ArmOptions,
+    CardText,
     CreditArm,
     CreditContext,
     CreditResult,
+    NoOptions,
     Preparation,
     credit_arm,
+    credit_names,
+    label_free_credits,
+    option,
+    register_credit_arm,
 )
 from jaxcredit.env import Environment, State, tree_select
 from jaxcredit.ledger import ACCOUNTS, MAX_COUNT, Counts, Ledger, init_ledger, ledger_to_dict, record
 from jaxcredit.objectives import OBJECTIVES, VALUE_OBJECTIVES, objective_loss
+from jaxcredit.plugins import load_plugins
 from jaxcredit.policy import (
     PolicyConfig,
     PolicyFunctions,
@@ -81,8 +88,15 @@ __all__ = [
     "POLICY_INPUTS",
     "policy_observations",
     "CREDIT_ARMS",
-    "CREDIT_NAMES",
+    "ArmOptions",
+    "CardText",
     "CreditArm",
+    "NoOptions",
+    "credit_names",
+    "label_free_credits",
+    "option",
+    "register_credit_arm",
+    "load_plugins",
     "CreditContext",
     "CreditResult",
     "Preparation",

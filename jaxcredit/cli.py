@@ -16,15 +16,18 @@ import json
 import os
 import sys
 
-from jaxcredit.credit_arms import CREDIT_NAMES
+from jaxcredit.credit_arms import credit_names
 from jaxcredit.env import MAX_TURNS
 from jaxcredit.output_dirs import check_kind
+from jaxcredit.plugins import load_plugins
 from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict
 from jaxcredit.tracking import TRACKERS
 from jaxcredit.validation import INT32_MAX, parse_int
 
 LOG_HELP = ("log metrics.jsonl's scalars per seed to a tracker (repeatable): tensorboard event files or a "
             "local MLflow SQLite store in the run directory; needs jaxcredit[tracking]")
+PLUGIN_HELP = ("import a Python file or module that registers credit arms (jaxcredit.register_credit_arm) "
+               "before the config is read (repeatable)")
 
 
 class CommandError(Exception):
@@ -117,7 +120,7 @@ def _cmd_play(args) -> None:
         if isinstance(parsed, Refusal):
             print(f"refused: {parsed.reason}")
         else:
-            answer = parsed > env.undo_action if env.name == "arithmetic" else parsed == env.submit_action
+            answer = env.is_answer_action(parsed)
             wrong = answer and not bool(state.terminated)
             print(f"accepted: {env.action_name(parsed)}{' (wrong answer, reward 0)' if wrong else ''}")
         if not bool(state.done):
@@ -159,11 +162,12 @@ def _join_distributed(args, values: dict) -> bool:
 
 
 def _cmd_train(args) -> None:
+    load_plugins(args.plugin)  # their arms are choices of --credit from here on
     values = {"env": args.env, "credit": args.credit, **_parse_sets(args.set)}
     printer = _join_distributed(args, values)
     from jaxcredit.train import config_from_dict, run_training
 
-    config = config_from_dict(values)
+    config = config_from_dict(values, legacy=False)
     summary = run_training(config, args.out, resume=args.resume, progress=printer and not args.no_progress,
                            log=args.log or ())
     if not printer:
@@ -177,12 +181,34 @@ def _cmd_train(args) -> None:
               f"{mean['total_env_steps']:.0f} env steps; run directory {args.out}")
 
 
+def _parse_arms(specs: list[str]) -> dict:
+    """`["halved", 'big={"credit": "mc", "credit_options.continuations": 8}']` -> `{arm: fields}`:
+    a bare name is an arm of that credit with its default options; `NAME=JSON` gives its fields."""
+    arms = {}
+    for spec in specs or []:
+        name, _, raw = spec.partition("=")
+        try:
+            fields = json.loads(raw) if raw else {"credit": name}
+        except json.JSONDecodeError:
+            raise CommandError(f"--arm {name}: its fields must be a JSON object, got {raw!r}") from None
+        if not name or not isinstance(fields, dict):
+            raise CommandError(f"--arm needs NAME or NAME=JSON-object, got {spec!r}")
+        arms[name] = fields
+    return arms
+
+
 def _cmd_sweep(args) -> None:
+    import dataclasses
+
     from jaxcredit.train import format_table, get_preset, run_sweep
 
+    plugins = load_plugins(args.plugin)
     spec = get_preset(args.preset)
+    extra = _parse_arms(args.arm)
+    if extra:
+        spec = dataclasses.replace(spec, arms={**spec.arms, **extra})
     table = run_sweep(spec, args.out, resume=args.resume, num_seeds=args.seeds, progress=not args.no_progress,
-                      backend=args.backend, ray_address=args.ray_address, log=args.log or ())
+                      backend=args.backend, ray_address=args.ray_address, log=args.log or (), plugins=plugins)
     from jaxcredit.analysis import write_report  # the sweep's report.md, tables, cards, plots
 
     write_report(args.out)
@@ -307,6 +333,10 @@ def _cmd_report_page(args, write_results_page) -> None:
     if spec.get("name") in PRESETS:  # how to run the sweep again, when it is a preset
         sweep = f"jaxcredit sweep --preset {spec['name']} --out {args.path.rstrip('/')}" + (
             f" --seeds {spec['num_seeds']}" if spec.get("num_seeds") is not None else "")
+        sweep += "".join(f" --plugin {plugin}" for plugin in spec.get("plugins", []))
+        preset_arms = PRESETS[spec["name"]].arms
+        sweep += "".join(f" --arm '{arm}={json.dumps(fields)}'" for arm, fields in spec.get("arms", {}).items()
+                         if arm not in preset_arms)
     kwargs = {} if args.threshold is None else {"threshold": args.threshold}
     page = write_results_page(args.path, args.page, sweep_command=sweep, **kwargs)
     if args.json:
@@ -704,9 +734,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train one configuration (all its seeds) into a run directory")
     train.add_argument("--env", default="mad", help="environment: mad or arithmetic")
-    train.add_argument("--credit", default="outcome", choices=CREDIT_NAMES, help="credit arm (default outcome)")
+    train.add_argument("--credit", default="outcome", help=f"credit arm: {', '.join(credit_names())} or one a "
+                       "--plugin registers (default outcome)")
     train.add_argument("--out", required=True, help="run directory")
-    train.add_argument("--set", action="append", metavar="FIELD=VALUE", help="any TrainConfig field (JSON value)")
+    train.add_argument("--set", action="append", metavar="FIELD=VALUE",
+                       help="any TrainConfig field (JSON value); credit_options.NAME=VALUE sets an arm option")
+    train.add_argument("--plugin", action="append", metavar="FILE.py|MODULE", help=PLUGIN_HELP)
     train.add_argument("--resume", action="store_true", help="continue the run in --out")
     train.add_argument("--no-progress", action="store_true", help="no progress bar")
     train.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -731,6 +764,9 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--backend", default="local", choices=BACKENDS,
                        help="where cells run: local (one after another) or ray")
     sweep.add_argument("--ray-address", default=None, help="Ray cluster to join (default: a local Ray)")
+    sweep.add_argument("--plugin", action="append", metavar="FILE.py|MODULE", help=PLUGIN_HELP)
+    sweep.add_argument("--arm", action="append", metavar="NAME[=JSON]",
+                       help="add an arm to the preset's: NAME (credit NAME, default options) or NAME={fields}")
     sweep.set_defaults(handler=_cmd_sweep)
 
     gate = commands.add_parser("gate", help="learnability gate: imitate the optimal policy (objective hard, "

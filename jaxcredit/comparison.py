@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jaxcredit.credit_arms import LABEL_FREE_CREDITS  # the arms that spend no label or critic work
+from jaxcredit.credit_arms import label_free_credits  # the registered arms that spend no label or critic work
 from jaxcredit.rundir_io import MATCHED_COUNTERS, is_matched, matched_cell, regime_meaning
 from jaxcredit.stats import INTERVAL_METHOD, MIN_RELIABLE_SEEDS, holm, interval_description, paired_t
 
@@ -41,13 +41,14 @@ def arm_credits(base: dict, arms: dict) -> dict:
 
 
 def label_arms(credits: dict) -> list:
-    """The arms that pay label or critic work (every credit but `LABEL_FREE_CREDITS`), in order."""
-    return [arm for arm, credit in credits.items() if credit not in LABEL_FREE_CREDITS]
+    """The arms that pay label or critic work (every credit but `label_free_credits()`), in order."""
+    free = label_free_credits()
+    return [arm for arm, credit in credits.items() if credit not in free]
 
 
 def label_free_arms(credits: dict, reference_arm: str) -> list:
     """The arms without label work, the reference arm first."""
-    free = [arm for arm, credit in credits.items() if credit in LABEL_FREE_CREDITS]
+    free = [arm for arm, credit in credits.items() if credit in label_free_credits()]
     return sorted(free, key=lambda arm: arm != reference_arm)
 
 
@@ -304,6 +305,6 @@ def finding_sentences(table: dict, *, measure: str = "final_success") -> list:
             for entry in rows.values() if entry.get("reference") is not None]
 
 
-__all__ = ["LABEL_FREE_CREDITS", "MEASURES", "MIN_RELIABLE_SEEDS", "Pair", "arm_credits", "arm_environments",
+__all__ = ["MEASURES", "MIN_RELIABLE_SEEDS", "Pair", "arm_credits", "arm_environments",
            "arm_references", "budget_text", "comparison_pairs", "finding_sentence", "finding_sentences", "flops_text",
            "is_resolved", "format_paired_table", "label_arms", "label_free_arms", "paired_table"]

@@ -190,6 +190,41 @@ class Environment(abc.ABC):
         leaves = jax.tree_util.tree_leaves(problem)
         return jnp.concatenate([jnp.ravel(jnp.asarray(x)).astype(jnp.int32) for x in leaves])
 
+    # ----- what belongs to the environment beyond its dynamics ---------------------------
+    # (evaluation sets, audits, play): defaults here, overridden by the environments that differ,
+    # so nothing outside an environment branches on its name.
+    audit_details: ClassVar[tuple[str, ...]] = ()  # extra sections an audit computes for it, e.g. "final_context"
+
+    def evaluation_families(self, requested: tuple[str, ...]) -> tuple[str, ...]:
+        """The problem families a run evaluates on, given `config.eval_families` (empty: the
+        default). Default: the one `default` family; anything else raises `ValueError`."""
+        if tuple(requested) not in ((), ("default",)):
+            raise ValueError(f"config.eval_families: environment {self.name!r} has only the 'default' family")
+        return ("default",)
+
+    def check_family(self, family: str, *, label: str) -> None:
+        """Host: refuse (`ValueError` starting with `label`) a family whose problems this environment
+        cannot show exactly. Default: nothing to refuse (arithmetic checks its numbers' bound)."""
+        del family, label
+
+    def problem_stream(self, family: str | None, seed: int):
+        """Host: `draw(m)`, the first m problems (leaves `[m, ...]`) of the seeded stream of `family`
+        (None: the environment's own) that held-out sets are filtered from. Default: problem i is
+        `sample_problem(fold_in(key(seed), i))` (one family)."""
+        key = jax.random.key(seed)
+        sample = jax.jit(jax.vmap(lambda i: self.sample_problem(jax.random.fold_in(key, i))))
+        return lambda m: sample(jnp.arange(m))
+
+    def problem_sample(self, family: str | None, n: int, seed: int):
+        """Host: n problems (leaves `[n, ...]`) of `family`'s whole space, seeded (what evaluation
+        uses without a holdout). Default: `sample_problem` on `split(key(seed), n)`."""
+        return jax.vmap(self.sample_problem)(jax.random.split(jax.random.key(seed), n))
+
+    def is_answer_action(self, action: int) -> bool:
+        """Host: whether `action` commits an answer the reward judges (MAD's submit, arithmetic's
+        FINALs). Default: False (no action is an answer)."""
+        return False
+
     def episode_success(self, final_state: State, episode_return: jax.Array) -> jax.Array:
         """bool `[...]`: whether episodes succeeded, from their final states (leaves `[..., ...]`)
         and returns (float32 `[...]`). Default: a positive return, right for every environment

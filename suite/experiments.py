@@ -118,8 +118,8 @@ BUILTIN_ARMS = {
     "anchor": {"credit": "anchor"},
     "mc": {"credit": "mc"},
     "exact": {"credit": "exact"},
-    "solver-uniform": {"credit": "solver", "solver_policy": "uniform"},
-    "solver-optimal": {"credit": "solver", "solver_policy": "optimal", "solver_add_outcome": True},
+    "solver-uniform": {"credit": "solver", "credit_options.policy": "uniform"},
+    "solver-optimal": {"credit": "solver", "credit_options.policy": "optimal", "credit_options.add_outcome": True},
     "critic": {"credit": "critic"},
     "predictor": {"credit": "predictor"},
 }

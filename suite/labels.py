@@ -139,7 +139,7 @@ def label_quality(setting: LabelSetting, arms: dict) -> dict:
         arm = credit_arm(arm_trainer.config.credit)
         charge = {}
         if arm.prepare is not None:  # one-time work on π's own states (predictor), charged to its account
-            heldout = arm_trainer.heldout_problems()  # host arrays: indexed outside the traced function
+            heldout = arm_trainer.validation_set  # the run's validation set, the arm picks its held-out problems
             preparation = jax.jit(lambda k, h, c=context, t=arm_trainer, a=arm: a.prepare(
                 c, k, t.draw_problem, h))(jax.random.key(setting.seed + 3), heldout)
             context = context._replace(prepared=preparation.state)

@@ -123,17 +123,18 @@ def test_rollout_charges_one_step_per_legal_action_of_each_live_state(small_mad)
 ARMS = {
     "outcome": {},
     "anchor": {},
-    "mc": {"mc_continuations": 2},
+    "mc": {"credit_options.continuations": 2},
     "exact": {},
-    "solver": {"solver_policy": "optimal"},
-    "critic": {"critic_label_states": 8, "critic_continuations": 2},
-    "predictor": {"predictor_states": 8, "predictor_steps": 2, "predictor_eval_states": 0},
+    "solver": {"credit_options.policy": "optimal"},
+    "critic": {"credit_options.label_states": 8, "credit_options.continuations": 2},
+    "predictor": {"credit_options.states": 8, "credit_options.steps": 2, "credit_options.eval_states": 0},
 }
 
 
 @pytest.mark.parametrize("credit", list(ARMS))
 def test_every_credit_arm_takes_a_step_with_afterstate_input(credit, tiny_arm):
-    trainer, iterate = tiny_arm(credit=credit, policy_input="afterstate", **ARMS[credit])
+    trainer, iterate = tiny_arm(credit=credit, policy_input="afterstate", **{"credit_options": {
+        name.split(".", 1)[1]: value for name, value in ARMS[credit].items()}})
     assert isinstance(trainer.policy_fn, AfterstatePolicy)
     state = trainer.init(jnp.int32(0))
     after = iterate(state)

@@ -68,7 +68,7 @@ def sweep_dir(tmp_path_factory):
     spec = {"name": "synthetic", "description": "planted differences", "reference_arm": "outcome",
             "base": {"env": "mad", "num_seeds": NUM_SEEDS, "num_evals": NUM_EVALS, "eval_problems": 64,
                      "learning_rate": 0.003},
-            "arms": {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 2}},
+            "arms": {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 2}},
             "budgets": {"attempts": 500, "fixed-steps": 5000}, "regimes": list(PLANTED), "num_seeds": None}
     (out / "sweep_spec.json").write_text(json.dumps(spec))
     for regime, cell in CELLS:

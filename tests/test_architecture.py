@@ -74,6 +74,44 @@ def test_the_checker_sees_lazy_imports(tmp_path):
     assert _layer_of(next(m for m in _imported_modules(path) if m.startswith("jaxcredit.train"))) == "jaxcredit.train"
 
 
+# ----- environments and credit arms behind their interfaces -------------------------------------
+# `env.name == "arithmetic"` outside envs/ is a branch the environment should answer itself (a
+# method or attribute of `jaxcredit.Environment`); `credit == "predictor"` outside the arms is one
+# the arm should answer (a hook of `jaxcredit.CreditArm`).
+NAME_BRANCH = re.compile(r"""\.name\s*[!=]=\s*['"]|\benv\.name\s*[!=]=|['"]\s*[!=]=\s*[\w.]*\.name\b""")
+CREDIT_BRANCH = re.compile(r"""\bcredit\b['"]?\)?\s*[!=]=\s*['"]|['"]\s*[!=]=\s*[\w.]*\bcredit\b""")
+ARM_FILES = {ROOT / "jaxcredit" / "credit_arms.py", ROOT / "jaxcredit" / "arm_registry.py"}
+
+
+def _branches(pattern: re.Pattern, skip) -> list[str]:
+    found = []
+    for folder in sorted(LAYERS):
+        for path in sorted((ROOT / folder).glob("*.py")):
+            if not skip(path):
+                found += [f"{path.relative_to(ROOT)}:{i}: {line.strip()}"
+                          for i, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]
+    return found
+
+
+def test_no_environment_name_branches_outside_envs():
+    found = _branches(NAME_BRANCH, lambda path: path.parent.name == "envs")
+    assert not found, "branch on an environment's name (add an Environment method instead):\n" + "\n".join(found)
+
+
+def test_no_credit_name_branches_outside_the_arms():
+    found = _branches(CREDIT_BRANCH, lambda path: path in ARM_FILES)
+    assert not found, "branch on a credit arm's name (add a CreditArm hook instead):\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("pattern, line", [
+    (NAME_BRANCH, '    if env.name == "arithmetic":'), (NAME_BRANCH, "    if protocol.env.name != 'mad':"),
+    (NAME_BRANCH, '    if "mad" == env.name:'), (CREDIT_BRANCH, '    if config.credit == "predictor":'),
+    (CREDIT_BRANCH, '    if config.get("credit") == "critic":'),
+])
+def test_the_branch_checks_catch_a_branch(pattern, line):
+    assert pattern.search(line)
+
+
 # ----- documentation links -----------------------------------------------------------------------
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)|!\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^(```|~~~)")

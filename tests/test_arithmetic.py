@@ -214,3 +214,27 @@ def test_sampled_problems_belong_to_their_family_and_are_solvable(family):
     assert np.mean(accepted) >= 0.99
     for row, target in list(zip(numbers.tolist(), targets.tolist()))[:60]:
         assert find_solution(row, target) is not None
+
+
+def test_environment_hooks_answer_what_differs_between_environments():
+    """What evaluation, audits and play need of an environment comes from its own methods (the
+    base class's defaults for MAD and Routine, arithmetic's overrides), never a branch on its name."""
+    mad, arithmetic, routine = make("mad"), make("arithmetic"), make("routine")
+    assert mad.evaluation_families(()) == mad.evaluation_families(("default",)) == ("default",)
+    with pytest.raises(ValueError, match="config.eval_families: environment 'mad' has only the 'default' family"):
+        mad.evaluation_families(("small_targets",))
+    assert arithmetic.evaluation_families(()) == ("default",)
+    assert arithmetic.evaluation_families(("small_targets", "default")) == ("small_targets", "default")
+    with pytest.raises(ValueError, match="unknown problem family 'nope'"):
+        arithmetic.evaluation_families(("nope",))
+    assert [a for a in range(mad.num_actions) if mad.is_answer_action(a)] == [mad.submit_action]
+    finals = [arithmetic.final_action(slot) for slot in range(arithmetic.count)]
+    assert [a for a in range(arithmetic.num_actions) if arithmetic.is_answer_action(a)] == finals
+    assert not any(routine.is_answer_action(a) for a in range(routine.num_actions))
+    assert (mad.audit_details, routine.audit_details, arithmetic.audit_details) == ((), (), ("final_context",))
+    # arithmetic's held-out streams are its problem sets; MAD's the seeded sampler
+    np.testing.assert_array_equal(np.asarray(arithmetic.problem_stream("default", 3)(5).numbers),
+                                  np.asarray(arithmetic.problem_sample("default", 5, 3).numbers))
+    key = jax.random.key(3)
+    drawn = [np.asarray(mad.sample_problem(jax.random.fold_in(key, i))) for i in range(2)]
+    np.testing.assert_array_equal(np.asarray(mad.problem_stream(None, 3)(2)), np.stack(drawn))

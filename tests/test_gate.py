@@ -17,7 +17,7 @@ DATA = Path(__file__).parent / "data"
 
 def test_gate_config_imitates_the_tie_broken_optimal_policy_on_the_studys_family():
     config = gate_config(count=3, family="small_targets", fields={"budget": 64, "env_overrides": {"max_turns": 5}})
-    assert (config.objective, config.credit, config.solver_policy, config.solver_tie_break) == (
+    assert (config.objective, config.credit, config.credit_options.policy, config.credit_options.tie_break) == (
         "hard", "solver", "optimal", "fastest")
     assert dict(config.env_overrides) == {"count": 3, "family": "small_targets", "include_turns_left": True,
                                           "max_turns": 5}
@@ -104,7 +104,7 @@ def test_gate_command_trains_writes_gate_json_and_prints_one_line(tmp_path, monk
                    f"{record['success']['default']:.3f} against 0.9: {'PASSED' if record['passed'] else 'FAILED'} "
                    f"in {record['run_seconds']:.0f}s; gate/{GATE_NAME}\n")
     assert record["cost"]["main_episodes"] >= 16 and record["cost"]["label_env_steps"] > 0
-    assert record["config"]["solver_tie_break"] == "fastest" and record["machine"]["cpus"] >= 1
+    assert record["config"]["credit_options"]["tie_break"] == "fastest" and record["machine"]["cpus"] >= 1
     assert (tmp_path / "gate" / "summary.json").exists()
 
 

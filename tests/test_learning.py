@@ -22,14 +22,14 @@ ITERATIONS = 150  # 4,800 main episodes per seed
 
 ARMS = {
     "outcome": {"credit": "outcome"},
-    "mc-td": {"credit": "mc", "mc_continuations": 2},
-    "mc-q": {"credit": "mc", "mc_variant": "q", "mc_continuations": 2},
+    "mc-td": {"credit": "mc", "credit_options.continuations": 2},
+    "mc-q": {"credit": "mc", "credit_options": {"variant": "q", "continuations": 2}},
     "exact": {"credit": "exact"},
-    "solver-uniform": {"credit": "solver", "solver_policy": "uniform"},
-    "solver-optimal": {"credit": "solver", "solver_policy": "optimal"},
-    "solver-soft": {"credit": "solver", "solver_policy": "soft"},
+    "solver-uniform": {"credit": "solver", "credit_options.policy": "uniform"},
+    "solver-optimal": {"credit": "solver", "credit_options.policy": "optimal"},
+    "solver-soft": {"credit": "solver", "credit_options.policy": "soft"},
     "anchor": {"credit": "anchor"},
-    "critic": {"credit": "critic", "critic_label_states": 8, "critic_continuations": 2},
+    "critic": {"credit": "critic", "credit_options": {"label_states": 8, "continuations": 2}},
 }
 
 
@@ -179,7 +179,7 @@ def test_chunked_gradient_equals_the_gradient_of_the_loss(fields, tiny_arm):
     critic = None
     if trainer.config.credit == "critic":
         critic = (trajectory.observation[:, 0], trajectory.legal_action_mask[:, 0],
-                  jax.random.uniform(keys[3], live.shape[:1]), jnp.arange(live.shape[0]) % 3 > 0)
+                  jax.random.uniform(keys[3], live.shape[:1]), jnp.arange(live.shape[0]) % 3 > 0, 0.7)  # coef
     expected = jax.jit(jax.grad(trainer.loss))(params, trajectory, advantage, critic, values)
     got = jax.jit(trainer.gradient)(params, trajectory, advantage, critic, values)
     for e, g in zip(jax.tree_util.tree_leaves(expected), jax.tree_util.tree_leaves(got)):

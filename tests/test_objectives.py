@@ -81,7 +81,8 @@ TINY_MAD = {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max
     ({"objective": "hard", "credit": "outcome"}, "needs credit 'exact' or 'solver', got 'outcome'"),
     ({"objective": "pairwise", "credit": "solver", "clip_epsilon": 0.2}, "clip_epsilon applies to the policy "
                                                                          "gradient only"),
-    ({"objective": "dense", "credit": "solver", "solver_add_outcome": True}, "solver_add_outcome"),
+    ({"objective": "dense", "credit": "solver", "credit_options.add_outcome": True},
+     "credit_options.add_outcome of credit 'solver' adds to the advantage, which objective 'dense' does not use"),
     ({"objective": "dense", "credit": "exact", "objective_temperature": 0.0}, "objective_temperature must be"),
     ({"objective_temperature": float("nan")}, "objective_temperature"),
 ])
@@ -90,7 +91,7 @@ def test_objective_config_errors(fields, message):
         config_from_dict({"env": "mad", "env_overrides": TINY_MAD, **fields})
 
 
-UNIFORM = {"credit": "solver", "solver_policy": "uniform"}  # tests/test_learning.py's solver-uniform arm
+UNIFORM = {"credit": "solver", "credit_options.policy": "uniform"}  # tests/test_learning.py's solver-uniform arm
 STEPS = 40
 
 

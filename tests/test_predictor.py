@@ -8,19 +8,20 @@ so the programs (init with the dataset and the fit, the segment, the evaluation)
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
 
-from jaxcredit.credit_arms import CREDIT_ARMS, CreditContext
+from jaxcredit.credit_arms import CREDIT_ARMS, CreditContext, PredictorOptions
 from jaxcredit.predictor import PREDICTOR_FILE
 from jaxcredit.train import config_from_dict, run_training
 from jaxcredit.train.rundir import read_jsonl
 from tests.conftest import TINY_TRAIN
 
 STATES, K = 128, 4
-PREDICTOR = {"credit": "predictor", "predictor_states": STATES, "predictor_continuations": K, "predictor_steps": 300,
-             "predictor_learning_rate": 3e-3, "predictor_eval_states": 32}
+PREDICTOR = {"credit": "predictor", "credit_options": {"states": STATES, "continuations": K, "steps": 300,
+                                                       "learning_rate": 3e-3, "eval_states": 32}}
 SEEDS = 3
 BUDGET = 150 * 32  # 150 iterations of 32 main episodes per seed, as tests/test_learning.py
 
@@ -117,15 +118,28 @@ def test_predictor_arm_without_its_model_is_a_clear_error():
         CREDIT_ARMS["predictor"].compute(context, None, None, None)
 
 
-@pytest.mark.parametrize("fields, message", [
-    ({"predictor_states": 0}, "config.predictor_states must be"),
-    ({"predictor_continuations": 1.5}, "config.predictor_continuations"),
-    ({"predictor_eval_states": -1}, "config.predictor_eval_states must be"),
-    ({"predictor_learning_rate": 0.0}, "config.predictor_learning_rate must be a finite number > 0"),
+@pytest.mark.parametrize("option, value, message", [
+    ("states", 0, "credit_options.states of credit 'predictor' must be in [1, "),
+    ("continuations", 1.5, "credit_options.continuations of credit 'predictor' must be an integer"),
+    ("eval_states", -1, "credit_options.eval_states of credit 'predictor' must be in [0, "),
+    ("learning_rate", 0.0, "credit_options.learning_rate of credit 'predictor' must be a finite number > 0"),
+    ("stats", 1, "credit 'predictor' has no option(s) ['stats']; its options: states, continuations, steps, "
+                 "learning_rate, eval_states"),
 ])
-def test_bad_predictor_fields_are_one_line_errors(fields, message):
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
-        _config(**fields)
+def test_bad_predictor_options_are_one_line_errors(option, value, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _config(**{f"credit_options.{option}": value})
+
+
+def test_an_old_predictor_config_reads_its_flat_fields_into_the_options():
+    """A `config.json` written before the arms owned their options: the predictor's flat fields
+    become its options, the other arms' flat fields are dropped."""
+    old = {**TINY_TRAIN, "credit": "predictor", "predictor_states": 7, "predictor_eval_states": 0,
+           "mc_continuations": 9, "critic_coef": 2.0}
+    config = config_from_dict(old)
+    assert config.credit_options == PredictorOptions(states=7, eval_states=0)
+    assert config.to_dict()["credit_options"] == {"states": 7, "continuations": 4, "steps": 500,
+                                                  "learning_rate": 1e-3, "eval_states": 0}
 
 
 def test_report_shows_the_label_accuracy_and_the_card(runs):

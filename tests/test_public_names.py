@@ -55,8 +55,16 @@ def test_renamed_names():
     assert set(jaxcredit.envs.REFERENCE_IMPLEMENTATIONS) == set(ENVIRONMENTS)
 
 
+def test_an_unknown_credit_is_one_line_naming_the_registered_arms(tmp_path, capsys):
+    """--credit is checked against the live registry (a --plugin may add arms), not an argparse list."""
+    assert main(["train", "--credit", "nope", "--out", str(tmp_path / "x")]) == 2
+    err = capsys.readouterr().err
+    assert err == ("jaxcredit: error: config.credit: unknown value 'nope'; choices: outcome, mc, exact, solver, "
+                   "anchor, critic, predictor, progress-soft, progress-hard, progress-model\n")
+    assert not (tmp_path / "x").exists()
+
+
 @pytest.mark.parametrize("argv, message", [
-    (["train", "--credit", "nope", "--out", "x"], "train: argument --credit: invalid choice: 'nope'"),
     (["sweep", "--preset", "nope", "--out", "x"], "sweep: argument --preset: invalid choice: 'nope'"),
     (["sweep", "--preset", "quick", "--backend", "dask", "--out", "x"], "argument --backend: invalid choice: 'dask'"),
     (["compare", "x", "--arm", "mc", "--regime", "equal"], "compare: argument --regime: invalid choice: 'equal'"),
@@ -73,7 +81,7 @@ def test_declared_choices_are_argparse_errors(argv, message, capsys):
 
 def test_solver_uniform_arm_and_an_old_sweep_directory(tmp_path):
     spec = PRESETS["arithmetic-study"]
-    assert spec.arms["solver-uniform"] == {"credit": "solver", "solver_policy": "uniform"}
+    assert spec.arms["solver-uniform"] == {"credit": "solver", "credit_options.policy": "uniform"}
     assert "exact-uniform" not in spec.arms
     out = tmp_path / "old"
     os.makedirs(out)

@@ -15,8 +15,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxcredit.arm_registry import split_options
 from jaxcredit.credit import check_replacement, progress_advantage, replacement_value
-from jaxcredit.credit_arms import CREDIT_ARMS, CreditContext, check_replacement_option
+from jaxcredit.credit_arms import CREDIT_ARMS, CreditContext, ExactOptions, McOptions, check_replacement_option
 from jaxcredit.envs import BLANK, make
 from jaxcredit.rollout import replay
 from jaxcredit.train import TrainConfig, config_from_dict, make_train
@@ -76,16 +77,18 @@ def _episodes(copies):
     return trajectory
 
 
-def _config(**fields):
-    base = dict(attempts_per_problem=1, replacement="on-policy", mc_variant="q", mc_continuations=4,
-                progress_continuations=HARD_N, solver_policy="optimal", solver_weight=1.0, solver_temperature=0.3,
-                solver_add_outcome=False, outcome_baseline="grpo", objective="pg")
-    return types.SimpleNamespace(**{**base, **fields})
+def _config(credit, *, attempts_per_problem=1, **options):
+    """What an arm reads of a run's config: the shared fields and the arm's options (`credit_options`)."""
+    base = dict(replacement="on-policy", variant="q", continuations=HARD_N if credit.startswith("progress") else 4,
+                policy="optimal")
+    own = {k: v for k, v in {**base, **options}.items() if k in CREDIT_ARMS[credit].option_names}
+    return types.SimpleNamespace(attempts_per_problem=attempts_per_problem, objective="pg",
+                                 credit_options=split_options({"credit_options": own}, credit)[0])
 
 
-def _run(name, copies, key=0, **fields):
+def _run(name, copies, key=0, **options):
     trajectory = _episodes(copies)
-    context = CreditContext(ENV, half_note_policy, None, _config(attempts_per_problem=copies, **fields))
+    context = CreditContext(ENV, half_note_policy, None, _config(name, attempts_per_problem=copies, **options))
     compute = jax.jit(lambda t, p, k: CREDIT_ARMS[name].compute(context, t, p, k))
     result = compute(trajectory, TAPE[None], jax.random.key(key))
     return trajectory, result
@@ -130,7 +133,7 @@ def _mean_and_error(advantage):
                                                  ("td", "on-policy"), ("td", "null")])
 def test_monte_carlo_credit_under_each_replacement_averages_to_the_hand_value(variant, replacement):
     copies, k = 128, 16
-    trajectory, result = _run("mc", copies, key=3, mc_variant=variant, replacement=replacement, mc_continuations=k)
+    trajectory, result = _run("mc", copies, key=3, variant=variant, replacement=replacement, continuations=k)
     mean, error = _mean_and_error(result.advantage)
     assert (error[1:] > 0).all()  # Monte Carlo noise; the note under null compares the same estimate with itself
     np.testing.assert_array_less(np.abs(mean - HAND[replacement]), 5 * error + 1e-6)
@@ -172,7 +175,7 @@ def test_learned_progress_model_labels_and_its_training_batch():
         return 0.5 * (observation[..., 0] == 3) + 0.25 * (observation[..., 1] == 1) + 0.125
 
     trajectory = _episodes(1)
-    context = CreditContext(ENV, half_note_policy, None, _config(), value_fn=value_fn)
+    context = CreditContext(ENV, half_note_policy, None, _config("progress-model"), value_fn=value_fn)
     result = CREDIT_ARMS["progress-model"].compute(context, trajectory, TAPE[None], jax.random.key(0))
     # Φ_θ: empty 1/8, {1} 3/8, {0, 1} 7/8, {0} 5/8; the submit's step earns 1 and ends the episode
     np.testing.assert_allclose(result.advantage[0], [0.0, 0.25, 0.5, -0.25, 0.375, 0.0])
@@ -202,23 +205,28 @@ def test_bad_replacements_are_refused_clearly():
     with pytest.raises(ValueError, match="needs an environment with a null .* 'arithmetic'"):
         check_replacement("null", make("arithmetic"))
     with pytest.raises(ValueError, match="'mad' as configured has none .*decorative_actions"):
-        check_replacement_option(plain, credit="exact", replacement="null")
-    with pytest.raises(ValueError, match="credit 'outcome' has no replacement"):
-        check_replacement_option(ENV, credit="outcome", replacement="uniform")
-    with pytest.raises(ValueError, match="set mc_variant 'q'"):
-        check_replacement_option(ENV, credit="mc", replacement="uniform", mc_variant="td")
+        check_replacement_option(ExactOptions(replacement="null"), None, plain)
+    with pytest.raises(ValueError, match=r"credit 'outcome' has no option\(s\) \['replacement'\]"):
+        TrainConfig(credit="outcome", credit_options={"replacement": "uniform"})
+    with pytest.raises(ValueError, match="set credit_options.variant 'q'"):
+        check_replacement_option(McOptions(variant="td", replacement="uniform"), None, ENV)
     with pytest.raises(ValueError, match="objective 'dense' does not use"):
-        check_replacement_option(ENV, credit="exact", replacement="uniform", objective="dense")
-    with pytest.raises(ValueError, match="config.replacement: replacement 'null' needs"):
-        TrainConfig(credit="exact", replacement="null")
-    with pytest.raises(ValueError, match="config.replacement: unknown value 'any'"):
-        TrainConfig(credit="exact", replacement="any")
-    with pytest.raises(ValueError, match="config.progress_continuations"):
-        TrainConfig(credit="progress-soft", progress_continuations=0)
-    config = TrainConfig(credit="exact", replacement="null", env_overrides={"decorative_actions": 1})
-    assert config.replacement == "null" and TrainConfig().replacement == "on-policy"
-    from_json = config_from_dict({"credit": "mc", "replacement": None, "env_overrides": {"decorative_actions": 1}})
-    assert from_json.replacement == "null"  # `--set replacement=null` is JSON null
+        check_replacement_option(ExactOptions(replacement="uniform"), types.SimpleNamespace(objective="dense"), ENV)
+    with pytest.raises(ValueError, match="credit_options.replacement of credit 'exact': replacement 'null' needs"):
+        TrainConfig(credit="exact", credit_options={"replacement": "null"})
+    with pytest.raises(ValueError, match="credit_options.replacement of credit 'exact': unknown value 'any'"):
+        TrainConfig(credit="exact", credit_options={"replacement": "any"})
+    with pytest.raises(ValueError, match="credit_options.continuations of credit 'progress-soft'"):
+        TrainConfig(credit="progress-soft", credit_options={"continuations": 0})
+    config = TrainConfig(credit="exact", credit_options={"replacement": "null"},
+                         env_overrides={"decorative_actions": 1})
+    assert config.credit_options.replacement == "null" and TrainConfig(credit="exact").credit_options.replacement == (
+        "on-policy")
+    from_json = config_from_dict({"credit": "mc", "credit_options.replacement": None,
+                                  "env_overrides": {"decorative_actions": 1}})
+    assert from_json.credit_options.replacement == "null"  # `--set credit_options.replacement=null` is JSON null
+    old = config_from_dict({"credit": "solver", "replacement": "uniform", "progress_continuations": 3})
+    assert old.credit_options.replacement == "uniform"  # an older config's flat field reads into the options
     with pytest.raises(ValueError, match="needs the environment's null_action"):
         replacement_value(_episodes(1), jnp.zeros((1, 6, 6)), replacement="null", on_policy_value=jnp.zeros((1, 6)))
 

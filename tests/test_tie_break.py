@@ -122,15 +122,22 @@ def test_bad_tie_breaks(kwargs, message):
         reference_values(ENV, problem, **kwargs)
 
 
-@pytest.mark.parametrize("fields, message", [
-    ({"credit": "solver", "solver_tie_break": "fastest"}, "needs solver_policy 'optimal', got 'uniform'"),
-    ({"solver_policy": "optimal", "solver_tie_break": "first"}, "config.solver_tie_break: unknown tie-break 'first'"),
-    ({"solver_policy": "optimal", "solver_tie_break": "discount", "solver_tie_break_discount": 0},
-     r"config.solver_tie_break: the discount tie-break needs a discount in \(0, 1\)"),
+@pytest.mark.parametrize("options, message", [
+    ({"tie_break": "fastest"}, "needs credit_options.policy 'optimal', got 'uniform'"),
+    ({"policy": "optimal", "tie_break": "first"},
+     "credit_options.tie_break of credit 'solver': unknown value 'first'; choices: none, fastest, discount"),
+    ({"policy": "optimal", "tie_break": "discount", "tie_break_discount": 0.0},
+     r"credit_options.tie_break_discount of credit 'solver' must be in \(0, 1\), got 0.0"),
 ])
-def test_config_refuses_bad_tie_breaks(fields, message):
+def test_config_refuses_bad_tie_breaks(options, message):
     from jaxcredit.train import config_from_dict
 
     with pytest.raises(ValueError, match=message):
-        config_from_dict({"env": "arithmetic", **fields})
-    assert config_from_dict({"env": "arithmetic", "solver_policy": "optimal", "solver_tie_break": "fastest"})
+        config_from_dict({"env": "arithmetic", "credit": "solver", "credit_options": options})
+    config = config_from_dict({"env": "arithmetic", "credit": "solver", "credit_options.policy": "optimal",
+                               "credit_options.tie_break": "fastest"})
+    assert (config.credit_options.tie_break, config.credit_options.tie_break_discount) == ("fastest", 0.9)
+    # an older config.json's flat fields read into the solver arm's options
+    old = config_from_dict({"env": "arithmetic", "credit": "solver", "solver_policy": "optimal",
+                            "solver_tie_break": "discount", "solver_tie_break_discount": 0.5})
+    assert (old.credit_options.tie_break, old.credit_options.tie_break_discount) == ("discount", 0.5)

@@ -128,7 +128,8 @@ def test_equal_env_steps_end_within_one_iteration(tmp_path):
     budget = 20_000
     finals = {}
     for credit in ("outcome", "mc"):
-        config = tiny(credit=credit, budget_counter="total_env_steps", budget=budget, mc_continuations=2)
+        config = tiny(credit=credit, budget_counter="total_env_steps", budget=budget,
+                      **({"credit_options": {"continuations": 2}} if credit == "mc" else {}))
         run_training(config, str(tmp_path / credit), progress=False)
         finals[credit] = [r for r in read_jsonl(str(tmp_path / credit / "metrics.jsonl")) if r["eval_index"] == 2]
     for credit, rows in finals.items():
@@ -214,9 +215,9 @@ def test_solve_with_a_trained_policy_checkpoint(tmp_path, capsys):
 @pytest.mark.parametrize("fields", [
     {"credit": "anchor"},
     {"credit": "exact"},
-    {"credit": "solver", "solver_policy": "optimal", "solver_add_outcome": True},
-    {"credit": "critic", "critic_label_states": 8, "critic_continuations": 2},
-    {"credit": "mc", "mc_variant": "q", "mc_continuations": 2},
+    {"credit": "solver", "credit_options": {"policy": "optimal", "add_outcome": True}},
+    {"credit": "critic", "credit_options": {"label_states": 8, "continuations": 2}},
+    {"credit": "mc", "credit_options": {"variant": "q", "continuations": 2}},
 ], ids=lambda f: "-".join(str(v) for v in f.values()))
 def test_every_arm_takes_a_finite_step_and_charges_its_ledger(fields, tiny_arm):
     import jax
@@ -321,7 +322,7 @@ def test_accelerator_mad_study_cell_at_quick_size():
     from jaxcredit.benchmarks import accelerator_stages as stages
 
     result = stages.mad_study_cell_stage(stages.StageContext(quick=True, deadline=time.monotonic() + 1e6))
-    assert result["config"] == tiny(credit="mc", mc_continuations=2, budget=64, num_evals=2).to_dict()
+    assert result["config"] == tiny(credit="mc", credit_options={"continuations": 2}, budget=64, num_evals=2).to_dict()
     segments = result["segments"]
     assert [(s["eval_index"], s["iterations"], s["main_episodes"]) for s in segments] == [(1, 1, 64), (2, 1, 64)]
     assert result["wall_seconds"] > sum(s["seconds"] for s in segments) > 0

@@ -80,7 +80,7 @@ def test_grid_points_cross_the_shared_axes_with_the_arms_own_in_order():
     outcome = tune_points(tune, "outcome")
     assert len(outcome) == 8 and outcome[:2] == [{"learning_rate": 3e-4, "entropy_coef": 0.0, "outcome_baseline": b}
                                                  for b in ("grpo", "rloo")]
-    assert PRESETS["mad-study-tuned"].tuning_configs()[("outcome", "p01")].outcome_baseline == "rloo"
+    assert PRESETS["mad-study-tuned"].tuning_configs()[("outcome", "p01")].credit_options.baseline == "rloo"
 
 
 def test_choose_point_takes_the_best_mean_and_the_earlier_on_a_tie():

@@ -1,7 +1,7 @@
 """jaxcredit.train: configs and presets, the training loop, sweeps, run directories."""
 
 from jaxcredit.train.backends import BACKENDS, run_cells
-from jaxcredit.train.config import CREDITS, TrainConfig, config_from_dict
+from jaxcredit.train.config import TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training, summarize
 from jaxcredit.train.gate import GATE_THRESHOLD, gate_config, run_gate
 from jaxcredit.train.loop import Trainer, TrainState, make_train
@@ -13,7 +13,6 @@ from jaxcredit.train.tuning import choose_point, tune_points, tuning_record
 
 __all__ = [
     "BACKENDS",
-    "CREDITS",
     "GATE_THRESHOLD",
     "PRESETS",
     "RunDir",

@@ -6,7 +6,9 @@ the backend changes where a cell runs, never what it computes. A sweep calls `ru
 phase: the matched regime's cells need the totals of the equal-attempts cells, so they run after.
 The Ray backend (optional extra `jaxcredit[ray]`) sends each cell as one `ray.remote` task; every
 node needs jaxcredit installed and the sweep directory on a filesystem all nodes share (on one
-machine: any directory).
+machine: any directory). A Ray task receives its cell's config as JSON and the sweep's plugins
+(`jaxcredit.plugins`), which it imports before rebuilding the config, so an arm a plugin
+registers trains in a worker process as it does here.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ import sys
 import time
 from typing import NamedTuple
 
+from jaxcredit.plugins import load_plugins
 from jaxcredit.timing import timed_cell
-from jaxcredit.train.config import TrainConfig
+from jaxcredit.train.config import TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training
 from jaxcredit.train.rundir import read_jsonl
 
@@ -63,8 +66,10 @@ def check_backend(backend: str) -> None:
 
 
 def run_cells(cells: list[Cell], *, backend: str = "local", ray_address: str | None = None,
-              progress: bool = True) -> dict:
+              progress: bool = True, plugins: tuple = ()) -> dict:
     """Run every cell with `backend`; returns `{cell.key: summary}` in the order of `cells`.
+
+    `plugins` (`jaxcredit.plugins`) are imported first, here and in every Ray task.
 
     `ray_address` is the cluster to join (`ray.init(address=...)`, e.g. `"auto"` or
     `"ray://head:10001"`); without it an already initialised Ray is used, else a local one is
@@ -72,9 +77,10 @@ def run_cells(cells: list[Cell], *, backend: str = "local", ray_address: str | N
     missing Ray installation.
     """
     check_backend(backend)
+    plugins = load_plugins(plugins)
     if backend == "local":
         return {cell.key: run_cell(cell, progress=progress) for cell in cells}
-    return _run_cells_ray(cells, address=ray_address, progress=progress)
+    return _run_cells_ray(cells, address=ray_address, progress=progress, plugins=plugins)
 
 
 def _import_ray():
@@ -115,14 +121,16 @@ POLL_SECONDS = 2.0
 HEARTBEAT_SECONDS = 60.0
 
 
-def _run_cells_ray(cells: list[Cell], *, address: str | None, progress: bool = True) -> dict:
+def _run_cells_ray(cells: list[Cell], *, address: str | None, progress: bool = True, plugins: tuple = ()) -> dict:
     if not cells:
         return {}
     with backend_session("ray", ray_address=address):
         ray = _import_ray()
         board = ray.remote(num_cpus=0)(_Board).remote()
         remote_run = ray.remote(num_cpus=1)(_run_cell)
-        cell_of = {remote_run.remote(cell, board): cell for cell in cells}
+        # the config travels as JSON: a plugin's options class unpickles only once the plugin is imported
+        cell_of = {remote_run.remote(cell._replace(config=cell.config.to_dict()), plugins, board): cell
+                   for cell in cells}
         summaries, failures, pending, shown = {}, {}, list(cell_of), None
         began = shown_at = time.monotonic()
         while pending:
@@ -160,9 +168,11 @@ class _Board:
         return list(self._started)
 
 
-def _run_cell(cell: Cell, board):
+def _run_cell(cell: Cell, plugins: tuple, board):
+    load_plugins(plugins)
     board.start.remote(cell.label)
-    return run_cell(cell, progress=False)  # workers run quiet: the driver prints one progress line
+    # workers run quiet: the driver prints one progress line
+    return run_cell(cell._replace(config=config_from_dict(cell.config)), progress=False)
 
 
 def cell_progress(cell: Cell) -> str:

@@ -1,10 +1,12 @@
 """Training configuration: one frozen dataclass, validated before anything is traced.
 
-`TrainConfig` holds everything a run needs (environment, credit arm, batch, optimiser, policy
-size, budget, evaluation); `config_from_dict` builds one from JSON-like data and names any
-unknown field with the choices. The budget is a ledger counter and an amount: a run ends when
-`ledger[budget_counter] >= budget` (checked after every iteration), and evaluates each time the
-counter crosses another `budget / num_evals`.
+`TrainConfig` holds everything a run needs (environment, credit arm and its options, batch,
+optimiser, policy size, budget, evaluation); `config_from_dict` builds one from JSON-like data
+and names any unknown field with the choices. The credit arm's own hyper-parameters are its
+options (`credit_options`, the arm's frozen dataclass, `jaxcredit.arm_registry`), set as a JSON
+object or one at a time by dotted name, `credit_options.NAME`. The budget is a ledger counter
+and an amount: a run ends when `ledger[budget_counter] >= budget` (checked after every
+iteration), and evaluates each time the counter crosses another `budget / num_evals`.
 """
 
 from __future__ import annotations
@@ -13,16 +15,19 @@ import dataclasses
 from typing import Any
 
 from jaxcredit.afterstate import POLICY_INPUTS
-from jaxcredit.credit import REPLACEMENTS
-from jaxcredit.credit_arms import CREDIT_ARMS, CREDIT_NAMES, check_replacement_option
+from jaxcredit.arm_registry import (
+    CREDIT_ARMS,
+    OPTIONS_FIELD,
+    ArmOptions,
+    credit_arm,
+    credit_names,
+    legacy_field_names,
+    options_to_dict,
+    split_options,
+)
 from jaxcredit.objectives import OBJECTIVES
-from jaxcredit.solver import check_tie_break
 from jaxcredit.validation import INT32_MAX, require_float, require_int
 
-CREDITS = CREDIT_NAMES  # the registered credit arms (jaxcredit.credit_arms)
-OUTCOME_BASELINES = ("grpo", "rloo", "mean")
-MC_VARIANTS = ("td", "q")
-SOLVER_POLICIES = ("uniform", "optimal", "soft")
 LOSS_NORMALISATIONS = ("step", "sequence")
 BUDGET_COUNTERS = ("main_episodes", "total_env_steps", "total_policy_evals")
 MAX_BUDGET = 2**31 - 1  # the ledger's int32 counters
@@ -36,40 +41,12 @@ class TrainConfig:
       env: the environment's name (`jaxcredit.envs.make`): `mad` or `arithmetic`.
       env_overrides: environment configuration fields replacing its defaults (a JSON object; kept
         as sorted `(field, value)` pairs), e.g. `{"length": 5}`.
-      credit: the credit arm, one of `CREDITS` (outcome, mc, exact, solver, anchor, progress-soft,
-        progress-hard, critic, predictor).
-      outcome_baseline: the outcome arm's baseline within each problem's group of attempts:
-        `grpo` (mean and standard deviation), `rloo` (leave-one-out mean) or `mean`.
-      mc_variant: the mc arm's advantage: `td` (`r_t + V(s_{t+1}) - V(s_t)`) or `q` (`Q(s_t, a_t) - V(s_t)`).
-      mc_continuations: K, Monte Carlo continuations per state (mc) or per action (mc `q`).
-      solver_policy: the solver arm's reference policy μ: `uniform`, `optimal` (hard max) or `soft`.
-      solver_tie_break: how the optimal reference breaks ties (`jaxcredit.solver.TIE_BREAKS`): `none`,
-        `fastest` (toward the action whose value needs the fewest turns) or `discount` (toward the best
-        value discounted by `solver_tie_break_discount` per turn); not `none` with `solver_policy="optimal"` only.
-      solver_tie_break_discount: γ in (0, 1) of `solver_tie_break="discount"`.
-      solver_weight: the factor the solver arm's `Q^μ - V^μ` advantage is multiplied by.
-      solver_temperature: the Boltzmann temperature of `solver_policy="soft"`, in success
-        probability (`jaxcredit.solver.DEFAULT_TEMPERATURE`).
-      solver_add_outcome: the solver arm adds the outcome advantage to its own.
-      replacement: what replaces the action in the counterfactual credit of the exact, solver and
-        mc arms, `Q(s, a_t) - E_{a' ~ ρ}[Q(s, a')]` (`jaxcredit.credit.REPLACEMENTS`): `on-policy`
-        (ρ is the policy the values are of: the baseline is V), `uniform` (over the legal actions)
-        or `null` (the environment's null action: MAD with `decorative_actions`; JSON null reads as
-        `"null"`, so `--set replacement=null` names it).
-      progress_continuations: N, continuations per state of the progress-soft and progress-hard arms.
-      anchor_weight: the anchor (GiGPO) arm's weight of the advantage within identical positions.
-      anchor_discount: the anchor arm's discount of step returns (GiGPO's 0.95).
-      critic_label_states: states per iteration the critic arm labels with Monte Carlo returns.
-      critic_continuations: Monte Carlo continuations per labelled state (critic arm).
-      critic_coef: the weight of the critic's squared error in the loss.
-      critic_lambda: the critic arm's GAE λ (PPO's 0.95; 0: the one-step TD advantage).
-      predictor_states: the predictor arm's dataset size: states visited by the initial policy (one
-        per episode of a training problem), every legal action of each labelled once before training.
-      predictor_continuations: K, the continuations per (state, legal action) of the predictor's labels.
-      predictor_steps: full-batch Adam steps fitting the predictor to its dataset.
-      predictor_learning_rate: the learning rate of those steps.
-      predictor_eval_states: held-out states (one per validation problem) the fitted predictor is
-        scored on against exact values; 0: not scored (an environment too large to enumerate).
+      credit: the credit arm, a registered name (`jaxcredit.arm_registry.credit_names()`: outcome, mc,
+        exact, solver, anchor, critic, predictor, progress-soft, progress-hard, progress-model, and any
+        a plugin registers).
+      credit_options: the arm's options, an instance of its `options` class (`CREDIT_ARMS[credit].options`;
+        None: its defaults), written in `config.json` as a JSON object; a dict sets some of them
+        over the defaults, and `credit_options.NAME` (in `config_from_dict` or `--set`) sets one.
       problems_per_iteration: P, problems drawn per iteration.
       attempts_per_problem: G, main attempts of each problem per iteration (the outcome baselines'
         group; `rloo` needs at least 2).
@@ -112,28 +89,7 @@ class TrainConfig:
     env: str = "mad"
     env_overrides: tuple[tuple[str, Any], ...] = ()
     credit: str = "outcome"
-    outcome_baseline: str = "grpo"
-    mc_variant: str = "td"
-    mc_continuations: int = 4
-    solver_policy: str = "uniform"
-    solver_tie_break: str = "none"
-    solver_tie_break_discount: float = 0.9
-    solver_weight: float = 1.0
-    solver_temperature: float = 0.3
-    solver_add_outcome: bool = False
-    replacement: str = "on-policy"
-    progress_continuations: int = 4
-    anchor_weight: float = 1.0
-    anchor_discount: float = 0.95
-    critic_label_states: int = 32
-    critic_continuations: int = 4
-    critic_coef: float = 1.0
-    critic_lambda: float = 0.95
-    predictor_states: int = 256
-    predictor_continuations: int = 4
-    predictor_steps: int = 500
-    predictor_learning_rate: float = 1e-3
-    predictor_eval_states: int = 64
+    credit_options: Any = None
     problems_per_iteration: int = 16
     attempts_per_problem: int = 4
     learning_rate: float = 1e-3
@@ -175,65 +131,45 @@ class TrainConfig:
         def number(field, low=0.0):
             require_float(f"config.{field}", getattr(self, field), low)
 
-        choice("credit", CREDITS)
-        choice("outcome_baseline", OUTCOME_BASELINES)
-        choice("mc_variant", MC_VARIANTS)
-        choice("solver_policy", SOLVER_POLICIES)
+        choice("credit", credit_names())
+        self._set_options()
         choice("budget_counter", BUDGET_COUNTERS)
         choice("loss_normalisation", LOSS_NORMALISATIONS)
-        if self.replacement is None:  # `--set replacement=null` reads as JSON null: it names the null replacement
-            object.__setattr__(self, "replacement", "null")
-        choice("replacement", REPLACEMENTS)
         choice("policy_input", POLICY_INPUTS)
-        for field in ("mc_continuations", "critic_continuations", "critic_label_states", "problems_per_iteration",
-                      "ppo_epochs", "d_model", "num_layers", "num_heads", "mlp_dim", "num_evals",
-                      "eval_problems", "validation_problems", "num_seeds", "shard_devices", "predictor_states",
-                      "predictor_continuations", "predictor_steps"):
+        for field in ("problems_per_iteration", "attempts_per_problem", "ppo_epochs", "d_model", "num_layers",
+                      "num_heads", "mlp_dim", "num_evals", "eval_problems", "validation_problems", "num_seeds",
+                      "shard_devices"):
             integer(field, 1)
-        integer("progress_continuations", 1)
-        integer("predictor_eval_states", 0)
-        integer("attempts_per_problem", 2 if self.outcome_baseline == "rloo" else 1)
         integer("budget", 1, MAX_BUDGET)
         integer("eval_seed", 0)
         integer("seed", 0, INT32_MAX - self.num_seeds + 1)  # seeds seed .. seed + num_seeds - 1 are int32
         integer("episodes_per_iteration", 1)
-        for field in ("learning_rate", "clip_epsilon", "entropy_coef", "max_grad_norm", "critic_coef",
-                      "solver_weight", "anchor_weight"):
+        for field in ("learning_rate", "clip_epsilon", "entropy_coef", "max_grad_norm"):
             number(field)
-        if not isinstance(self.solver_add_outcome, bool):
-            raise ValueError(f"config.solver_add_outcome must be true or false, got {self.solver_add_outcome!r}")
-        require_float("config.anchor_discount", self.anchor_discount, 0.0, 1.0)
-        require_float("config.critic_lambda", self.critic_lambda, 0.0, 1.0)
         if require_float("config.holdout_fraction", self.holdout_fraction, 0.0, 1.0) >= 1.0:
             raise ValueError(f"config.holdout_fraction must be in [0, 1), got {self.holdout_fraction!r}")
-        if require_float("config.predictor_learning_rate", self.predictor_learning_rate, 0.0) <= 0.0:
-            raise ValueError(f"config.predictor_learning_rate must be a finite number > 0, "
-                             f"got {self.predictor_learning_rate!r}")
-        if require_float("config.solver_temperature", self.solver_temperature, 0.0) <= 0.0:
-            raise ValueError(f"config.solver_temperature must be a finite number > 0, got {self.solver_temperature!r}")
         if self.d_model % self.num_heads:
             raise ValueError(f"config.d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
         if self.budget < self.num_evals:
             raise ValueError(f"config.budget ({self.budget}) must be at least num_evals ({self.num_evals})")
-        self._check_solver_tie_break()
         self._check_objective()
+        arm = credit_arm(self.credit)
+        if arm.check is not None:
+            arm.check(self.credit_options, self)
         object.__setattr__(self, "env_overrides", _env_overrides(self.env_overrides))
         object.__setattr__(self, "eval_families", _eval_families(self.eval_families))
         self._check_environment()
 
-    def _check_solver_tie_break(self) -> None:
-        """The optimal reference's tie-break (`jaxcredit.solver.check_tie_break`): a known one, its
-        discount in (0, 1), and `solver_policy="optimal"` unless it is `none`."""
-        try:
-            check_tie_break(self.solver_tie_break, self.solver_tie_break_discount)
-        except ValueError as error:
-            raise ValueError(f"config.solver_tie_break: {error}") from None
-        if require_float("config.solver_tie_break_discount", self.solver_tie_break_discount, 0.0, 1.0) in (0.0, 1.0):
-            raise ValueError(f"config.solver_tie_break_discount must be in (0, 1), "
-                             f"got {self.solver_tie_break_discount!r}")
-        if self.solver_tie_break != "none" and self.solver_policy != "optimal":
-            raise ValueError(f"config.solver_tie_break {self.solver_tie_break!r} breaks ties of the optimal reference: "
-                             f"it needs solver_policy 'optimal', got {self.solver_policy!r}")
+    def _set_options(self) -> None:
+        """`credit_options` as an instance of the arm's options class (None: its defaults; a dict:
+        some options over the defaults); raises `ValueError` naming an unknown option or a bad value."""
+        options = self.credit_options
+        if options is None or isinstance(options, (dict, ArmOptions)):
+            options, _ = split_options({} if options is None else {OPTIONS_FIELD: options}, self.credit)
+        else:
+            raise ValueError(f"config.credit_options must be a JSON object of credit {self.credit!r}'s options, "
+                             f"got {options!r}")
+        object.__setattr__(self, "credit_options", options)
 
     def _check_objective(self) -> None:
         """A value-target objective needs exact values of every legal action (an arm that enumerates
@@ -252,14 +188,10 @@ class TrainConfig:
         if self.clip_epsilon > 0:
             raise ValueError(f"config.clip_epsilon applies to the policy gradient only; objective "
                              f"{self.objective!r} needs clip_epsilon 0, got {self.clip_epsilon!r}")
-        if self.solver_add_outcome:
-            raise ValueError(f"config.solver_add_outcome adds to the advantage, which objective {self.objective!r} "
-                             f"does not use; set it false")
 
     def _check_environment(self) -> None:
         """Build the environment once: its constructor checks every override (and its limits)."""
         from jaxcredit.envs import ENVIRONMENTS, make
-        from jaxcredit.envs.problems import get_family
 
         if not isinstance(self.env, str) or self.env not in ENVIRONMENTS:
             raise ValueError(f"config.env: unknown value {self.env!r}; choices: {', '.join(sorted(ENVIRONMENTS))}")
@@ -267,14 +199,12 @@ class TrainConfig:
             env = make(self.env, **self.env_kwargs)
         except (TypeError, ValueError) as error:
             raise ValueError(f"config.env_overrides: {error}") from None
-        check_replacement_option(env, credit=self.credit, replacement=self.replacement, mc_variant=self.mc_variant,
-                                 objective=self.objective)
-        for family in self.eval_families:
-            get_family(family)
-            if self.env == "arithmetic":  # its values must fit the observation (envs/arithmetic.py)
-                env.check_family(family, label="config.eval_families")
-        if self.env != "arithmetic" and self.eval_families not in ((), ("default",)):
-            raise ValueError(f"config.eval_families: environment {self.env!r} has only the 'default' family")
+        env.evaluation_families(self.eval_families)  # raises ValueError naming a family it does not have
+        for family in self.eval_families:  # its values must fit the observation (arithmetic's bound)
+            env.check_family(family, label="config.eval_families")
+        arm = credit_arm(self.credit)
+        if arm.check_environment is not None:  # e.g. the null replacement needs a null action
+            arm.check_environment(self.credit_options, env)
 
     @property
     def episodes_per_iteration(self) -> int:
@@ -290,6 +220,7 @@ class TrainConfig:
         out = dataclasses.asdict(self)
         out["env_overrides"] = dict(self.env_overrides)
         out["eval_families"] = list(self.eval_families)
+        out["credit_options"] = options_to_dict(self.credit_options)
         return out
 
 
@@ -319,11 +250,30 @@ def _eval_families(value) -> tuple[str, ...]:
 FIELDS = tuple(f.name for f in dataclasses.fields(TrainConfig))
 
 
-def config_from_dict(values: dict, *, base: TrainConfig | None = None) -> TrainConfig:
-    """`base` (default: the defaults) updated with `values`; unknown fields raise `ValueError`."""
-    unknown = sorted(set(values) - set(FIELDS))
-    if unknown:
-        raise ValueError(f"unknown config field(s) {unknown}; fields: {', '.join(FIELDS)}")
+def config_from_dict(values: dict, *, base: TrainConfig | None = None, legacy: bool = True) -> TrainConfig:
+    """`base` (default: the defaults) updated with `values`; unknown fields raise `ValueError`.
+
+    The arm's options come from `credit_options` (a JSON object of some of them) and
+    `credit_options.NAME` entries, over `base`'s options when the arm is `base`'s, else over the
+    arm's defaults. With `legacy` (reading what older versions wrote), the flat fields they kept
+    the options in (`mc_continuations`, `solver_policy`, ...) are read too: the named arm's into its
+    options, the other arms' dropped; without it (the command line), such a field is refused with
+    its new name.
+    """
     if not isinstance(values, dict):
         raise ValueError(f"a config must be a JSON object of fields, got {type(values).__name__}")
-    return dataclasses.replace(base or TrainConfig(), **values)
+    old = sorted(set(values) & legacy_field_names())
+    if old and not legacy:
+        renamed = [f"{field} -> {OPTIONS_FIELD}.{arm.legacy_fields[field]} (credit {name!r})"
+                   for field in old for name, arm in CREDIT_ARMS.items() if field in arm.legacy_fields]
+        raise ValueError(f"config field(s) {old} are now options of their credit arm: {'; '.join(renamed)}")
+    base = base or TrainConfig()
+    credit = values.get("credit", base.credit)
+    if not isinstance(credit, str) or credit not in CREDIT_ARMS:
+        raise ValueError(f"config.credit: unknown value {credit!r}; choices: {', '.join(credit_names())}")
+    options, rest = split_options(values, credit, base.credit_options)
+    unknown = sorted(set(rest) - set(FIELDS))
+    if unknown:
+        raise ValueError(f"unknown config field(s) {unknown}; fields: {', '.join(FIELDS)} "
+                         f"({OPTIONS_FIELD}.NAME: one of credit {credit!r}'s options)")
+    return dataclasses.replace(base, **{**rest, OPTIONS_FIELD: options})

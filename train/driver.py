@@ -41,10 +41,10 @@ import numpy as np
 from jax.sharding import NamedSharding, PartitionSpec
 
 from jaxcredit import rundir_io
+from jaxcredit.arm_registry import credit_arm
 from jaxcredit.checkpoint import save_policy
 from jaxcredit.ledger import ledger_to_dict
 from jaxcredit.policy import task_sizes
-from jaxcredit.predictor import PREDICTOR_COUNTS, PREDICTOR_FILE
 from jaxcredit.rundir_io import RunLock, check_writable_dir, evaluation_families, family_rows, seed_measures
 from jaxcredit.sharding import batch_mesh
 from jaxcredit.tracking import check_trackers, open_trackers
@@ -510,23 +510,17 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
 
 
 def _write_prepared_summary(run: RunDir, config: TrainConfig, state) -> None:
-    """The predictor arm's dataset and held-out accuracy per seed (`state.prepared["summary"]`, made
-    once by `init` and kept in the checkpoint), as `predictor.json`; nothing for other arms. Written
-    at every start and resume, from the (restored) state, so it always describes this run."""
-    if state.prepared is None or "summary" not in state.prepared:
+    """An arm's record of its one-time work (`state.prepared["summary"]`, made once by `init` and
+    kept in the checkpoint), as the arm's `prepared_file` (predictor: `predictor.json`, its dataset
+    and held-out accuracy per seed); nothing for an arm without one. Written at every start and
+    resume, from the (restored) state, so it always describes this run."""
+    arm = credit_arm(config.credit)
+    if arm.prepared_record is None or state.prepared is None or "summary" not in state.prepared:
         return
     summary, ledger = _to_host((state.prepared["summary"], state.ledger))
-    seeds = []
-    for i in range(config.num_seeds):
-        row = {"seed_index": i}
-        row.update({k: int(v[i]) if k in PREDICTOR_COUNTS else float(v[i]) for k, v in sorted(summary.items())})
-        counters = ledger_to_dict(_seed_slice(ledger, i))
-        row.update({k: counters[k] for k in ("predictor_env_steps", "predictor_policy_evals")})
-        seeds.append(row)
-    fields = ("predictor_states", "predictor_continuations", "predictor_steps", "predictor_learning_rate",
-              "predictor_eval_states")
-    write_json_atomic(os.path.join(run.path, PREDICTOR_FILE),
-                      {"config": {k: getattr(config, k) for k in fields}, "seeds": seeds})
+    counters = [ledger_to_dict(_seed_slice(ledger, i)) for i in range(config.num_seeds)]
+    write_json_atomic(os.path.join(run.path, arm.prepared_file),
+                      arm.prepared_record(config.credit_options, summary, counters))
 
 
 def _save_policies(run: RunDir, trainer: Trainer, state) -> None:

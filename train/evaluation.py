@@ -33,33 +33,16 @@ from jaxcredit.rollout import rollout
 EvalSets = dict  # family name -> problem pytree with leaves [E, ...]
 
 
-def _stream(env: Environment, config, family: str | None, *, seed: int):
-    """`draw(m)`: the first m problems of the seeded stream a held-out set is filtered from."""
-    if env.name == "arithmetic":
-        from jaxcredit.envs import problem_set
-
-        return lambda m: problem_set(family or env.family, m, seed, count=env.count)
-    key = jax.random.key(seed)
-    sample = jax.jit(jax.vmap(lambda i: env.sample_problem(jax.random.fold_in(key, i))))
-    return lambda m: sample(jnp.arange(m))
-
-
-def _whole_space(env: Environment, family: str | None, n: int, seed: int):
-    """`holdout_fraction = 0`: n problems of the whole space (they overlap the training stream)."""
-    if env.name == "arithmetic":
-        from jaxcredit.envs import problem_set
-
-        return problem_set(family or env.family, n, seed, count=env.count)
-    return jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(seed), n))
-
-
 def _held_out(env: Environment, config, family: str | None, n: int, split: int, *, seed: int):
-    """n problems of part `split`, checked on the host against the environment's bounds: the
-    evaluation traces `init_problem`, which cannot check a traced problem."""
+    """n problems of `family` in `split` (the environment's own stream, `Environment.problem_stream`),
+    or, with `holdout_fraction = 0`, n of the whole space (`Environment.problem_sample`; they
+    overlap the training stream), checked on the host against the environment's bounds
+    (`Environment.check_problems`): the evaluation traces `init_problem`, which cannot check a
+    traced problem."""
     if config.holdout_fraction == 0:
-        problems = _whole_space(env, family, n, seed)
+        problems = env.problem_sample(family, n, seed)
     else:
-        problems = first_in_split(env, _stream(env, config, family, seed=seed), n, split,
+        problems = first_in_split(env, env.problem_stream(family, seed), n, split,
                                   holdout_fraction=config.holdout_fraction)
     name = "evaluation" if split == EVALUATION else "validation"
     env.check_problems(problems, label=f"{name} set" + (f" of family {family!r}" if family else ""))
@@ -67,14 +50,11 @@ def _held_out(env: Environment, config, family: str | None, n: int, split: int, 
 
 
 def evaluation_sets(env: Environment, config) -> EvalSets:
-    """The fixed, held-out evaluation problems of `config` (host side, once per run)."""
+    """The fixed, held-out evaluation problems of `config` (host side, once per run), one set per
+    family the environment evaluates on (`Environment.evaluation_families`)."""
     n, seed = config.eval_problems, config.eval_seed
-    if env.name == "arithmetic":
-        families = config.eval_families or ("default",)
-        return {family: _held_out(env, config, family, n, EVALUATION, seed=seed) for family in families}
-    if config.eval_families and tuple(config.eval_families) != ("default",):
-        raise ValueError(f"config.eval_families: environment {env.name!r} has only the 'default' family")
-    return {"default": _held_out(env, config, None, n, EVALUATION, seed=seed)}
+    families = env.evaluation_families(config.eval_families)
+    return {family: _held_out(env, config, family, n, EVALUATION, seed=seed) for family in families}
 
 
 def validation_set(env: Environment, config) -> Any:

@@ -2,8 +2,9 @@
 
 A credit comparison on arithmetic means something only if the policy network, given perfect
 labels, can learn to solve the study's problems. The gate trains exactly that: supervised
-imitation of the optimal policy (`objective="hard"` on `credit="solver"`, `solver_policy="optimal"`),
-its ties broken toward the fastest win (`solver_tie_break="fastest"`: without it most legal
+imitation of the optimal policy (`objective="hard"` on `credit="solver"` with its option
+`credit_options.policy="optimal"`), its ties broken toward the fastest win
+(`credit_options.tie_break="fastest"`: without it most legal
 actions tie and the labels reward dawdling; `jaxcredit.solver.tie_broken_values`), on the
 study's family with the turns left in the observation, and measures greedy success on the
 family's held-out evaluation problems against `GATE_THRESHOLD` (0.9).
@@ -35,9 +36,9 @@ GATE_THRESHOLD = 0.9
 GATE_VERSION = 1
 # What makes the gate the gate: imitation of the tie-broken optimal policy. `gate_config` refuses
 # overrides of these (and of `eval_families`: the gate evaluates on its own family).
-GATE_FIXED = {"env": "arithmetic", "credit": "solver", "solver_policy": "optimal", "objective": "hard"}
+GATE_FIXED = {"env": "arithmetic", "credit": "solver", "credit_options.policy": "optimal", "objective": "hard"}
 # Defaults a caller may change (`--set`); the budget is in main attempts.
-GATE_DEFAULTS = {"solver_tie_break": "fastest", "learning_rate": 1e-3, "problems_per_iteration": 8,
+GATE_DEFAULTS = {"credit_options.tie_break": "fastest", "learning_rate": 1e-3, "problems_per_iteration": 8,
                  "attempts_per_problem": 2, "num_seeds": 1, "num_evals": 4, "eval_problems": 128,
                  "validation_problems": 64, "budget": 4_000, "clip_epsilon": 0.0}
 RUNG_FIELDS = {"policy_input": "tokens", "afterstate_lookahead": 0}  # read when TrainConfig has them
@@ -98,9 +99,11 @@ def run_gate(config: TrainConfig, out: str, *, threshold: float = GATE_THRESHOLD
     whose gate record exists returns it unchanged."""
     if not isinstance(threshold, (int, float)) or isinstance(threshold, bool) or not 0 < threshold <= 1:
         raise ValueError(f"--threshold must be in (0, 1], got {threshold!r}")
-    if config.objective != "hard" or config.credit != "solver" or config.solver_policy != "optimal":
+    fixed = config_from_dict(GATE_FIXED)  # what imitation of the optimal policy is
+    if (config.objective, config.credit, config.credit_options.policy) != (
+            fixed.objective, fixed.credit, fixed.credit_options.policy):
         raise ValueError("a gate config imitates the optimal policy: objective 'hard', credit 'solver', "
-                         "solver_policy 'optimal' (build it with gate_config)")
+                         "credit_options.policy 'optimal' (build it with gate_config)")
     path = os.path.join(out, GATE_NAME)
     if resume and os.path.exists(path):
         return read_json(path)

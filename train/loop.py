@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from jaxcredit.credit_arms import CreditContext, credit_arm
+from jaxcredit.credit_arms import MAX_ENUMERATED, CreditContext, credit_arm
 from jaxcredit.env import Environment
 from jaxcredit.holdout import TRAIN, sample_in_split
 from jaxcredit.ledger import MAX_COUNT, Ledger, init_ledger, record
@@ -109,13 +109,14 @@ class Trainer:
     # ----- the run -----
     def init(self, seed: jax.Array) -> TrainState:
         """Fresh parameters for `seed` (int32 `[]`), an empty ledger, iteration 0; for an arm with a
-        `prepare` (predictor), its one-time work, charged to the ledger here and kept as `prepared`."""
+        `prepare` (predictor), its one-time work (given the validation set), charged to the ledger
+        here and kept as `prepared`."""
         params = self.networks.init_fn(jax.random.fold_in(jax.random.key(seed), 0))
         ledger, prepared = init_ledger(), None
         arm = credit_arm(self.config.credit)
         if arm.prepare is not None:
             preparation = arm.prepare(self._context(params), jax.random.fold_in(jax.random.key(seed), 4),
-                                      self.draw_problem, self.heldout_problems())
+                                      self.draw_problem, self.validation_set)
             prepared = preparation.state
             for account, counts in preparation.charge.items():
                 ledger = record(ledger, counts, account=account)
@@ -129,15 +130,6 @@ class Trainer:
         if self.config.holdout_fraction == 0:
             return self.env.sample_problem(key)
         return sample_in_split(self.env, key, TRAIN, holdout_fraction=self.config.holdout_fraction)
-
-    def heldout_problems(self):
-        """The `predictor_eval_states` problems (leaves `[E, ...]`) the predictor is scored on: the
-        validation set's, repeated in order if it is smaller; None when 0 are asked for."""
-        count = self.config.predictor_eval_states
-        if count == 0 or self.validation_set is None:
-            return None
-        size = jax.tree_util.tree_leaves(self.validation_set)[0].shape[0]
-        return jax.tree_util.tree_map(lambda x: x[jnp.arange(count) % size], self.validation_set)
 
     def _keys(self, state: TrainState):
         key = jax.random.key(state.seed)
@@ -164,7 +156,7 @@ class Trainer:
         trajectory = constrain_batch(trajectory, self.batch_sharding)
         ledger = record(state.ledger, main_counts, account="main")
         result, ledger = self.credit(state.params, trajectory, problems, label_key, ledger, prepared=state.prepared)
-        advantage, critic_batch = result.advantage, result.critic_batch
+        advantage, critic_batch = result.advantage, self._weighted(result)
         action_values = None if c.objective == "pg" else result.action_values
 
         def epoch(carry, _):
@@ -227,8 +219,8 @@ class Trainer:
                              value_fn=self.value_fn, sharding=self.batch_sharding, prepared=prepared)
 
     def credit(self, params, trajectory: Trajectory, problems, key, ledger: Ledger, *, prepared=None):
-        """`(result, ledger)`: the configured arm's `CreditResult` (`jaxcredit.credit_arms`) and its
-        cost recorded on the ledger. `prepared` is the state's `prepared` (predictor arm)."""
+        """`(result, ledger)`: the configured arm's `CreditResult` (`jaxcredit.arm_registry`) and its
+        cost recorded on the ledger. `prepared` is the state's `prepared` (an arm with a `prepare`)."""
         context = self._context(params, prepared)
         result = credit_arm(self.config.credit).compute(context, trajectory, problems, key)
         for account, counts in result.charge.items():
@@ -238,10 +230,16 @@ class Trainer:
     def advantages(self, params, trajectory: Trajectory, problems, key, ledger: Ledger, *, prepared=None):
         """`(advantage [B, T], critic_batch, ledger)`: `credit`'s advantages and critic batch.
 
-        `critic_batch` is `(observation [M, L], mask [M, A], target [M], valid [M])` for the critic arm, else None.
+        `critic_batch` is `(observation [M, L], mask [M, A], target [M], valid [M], coef)` (coef: the
+        weight of its squared error) for an arm that trains the value head (critic), else None.
         """
         result, ledger = self.credit(params, trajectory, problems, key, ledger, prepared=prepared)
-        return result.advantage, result.critic_batch, ledger
+        return result.advantage, self._weighted(result), ledger
+
+    @staticmethod
+    def _weighted(result):
+        """The critic batch with the weight of its loss appended (None without a batch)."""
+        return None if result.critic_batch is None else (*result.critic_batch, result.critic_coef)
 
     # ----- loss -----
     @property
@@ -294,14 +292,15 @@ class Trainer:
         return jnp.where(counted, 1.0 / jnp.maximum(counted.sum(), 1).astype(jnp.float32), 0.0)
 
     def _critic_loss(self, params, critic_batch) -> jax.Array:
-        observation, legal, target, valid = critic_batch
+        observation, legal, target, valid, coef = critic_batch
         error = jnp.where(valid, self.value_fn(params, observation, legal) - target, 0.0)
-        return self.config.critic_coef * jnp.sum(error**2) / jnp.maximum(valid.sum(), 1)
+        return coef * jnp.sum(error**2) / jnp.maximum(valid.sum(), 1)
 
     def loss(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch,
              action_values: jax.Array | None = None) -> jax.Array:
         """Policy-gradient loss over live steps (PPO-clipped when `clip_epsilon > 0`), minus the
-        entropy bonus, plus the critic's squared error when training a critic.
+        entropy bonus, plus the critic's squared error when training a critic (`critic_batch`:
+        `(observation [M, L], mask [M, A], target [M], valid [M], coef)`, as `advantages` gives it).
 
         With a value-target `objective` (`dense`, `pairwise`, `hard`; `jaxcredit.objectives`),
         `x_t = -L(s_t) + entropy_coef H_t` instead, on the live steps the objective counts (pairwise:
@@ -390,14 +389,12 @@ def make_train(config: TrainConfig) -> Trainer:
     policy_config = PolicyConfig(d_model=config.d_model, num_layers=config.num_layers,
                                  num_heads=config.num_heads, mlp_dim=config.mlp_dim,
                                  policy_input=config.policy_input)
-    too_large = env.num_positions * env.num_actions > 4_000_000
-    if credit_arm(config.credit).enumerates and too_large:
+    arm = credit_arm(config.credit)
+    if arm.enumerates and env.num_positions * env.num_actions > MAX_ENUMERATED:
         raise ValueError(f"credit {config.credit!r} enumerates {env.num_positions} positions x {env.num_actions} "
                          f"actions per problem: too large for an exact arm; use a smaller environment")
-    if config.credit == "predictor" and config.predictor_eval_states and too_large:
-        raise ValueError(f"config.predictor_eval_states: scoring the predictor against exact values enumerates "
-                         f"{env.num_positions} positions x {env.num_actions} actions per problem, too large; "
-                         f"set predictor_eval_states=0")
+    if arm.check_environment is not None:
+        arm.check_environment(config.credit_options, env)
     if config.shard_devices > 1:
         batch_sharding(config.shard_devices)  # raises ValueError when there are fewer devices
     return Trainer(config=config, env=env, policy_config=policy_config, eval_sets=evaluation_sets(env, config),

@@ -47,9 +47,9 @@ DENSITY_STUDY_DENSITIES = (0.125, 0.25, 0.5, 1.0)
 # the families whose numbers the default environment's bound covers (numbers up to 9, 4 digits): large_values
 # (numbers 10-99) would need max_number 99, and it is refused here (jaxcredit.envs.Arithmetic.check_family)
 ARITHMETIC_STUDY_FAMILIES = ("default", "small_targets", "multiplication")
-_UNIFORM_VALUES = {"credit": "solver", "solver_policy": "uniform"}
+_UNIFORM_VALUES = {"credit": "solver", "credit_options.policy": "uniform"}
 _DENSITY_CREDITS = {"outcome": {"credit": "outcome"}, "exact": {"credit": "exact"},
-                    "mc": {"credit": "mc", "mc_continuations": 2}}
+                    "mc": {"credit": "mc", "credit_options.continuations": 2}}
 
 
 DENSITY_FIXED_DECISIONS = 4
@@ -72,7 +72,7 @@ def _density_arms() -> dict:
 
 # One grid for every arm (issue: equal tuning), chosen on the validation set at equal attempts.
 EQUAL_TUNING = {"grid": {"learning_rate": [3e-4, 1e-3, 3e-3], "entropy_coef": [0.0, 0.01]},
-                "arm_grid": {"outcome": {"outcome_baseline": ["grpo", "rloo"]}}, "num_seeds": 3, "seed": 1000}
+                "arm_grid": {"outcome": {"credit_options.baseline": ["grpo", "rloo"]}}, "num_seeds": 3, "seed": 1000}
 
 PRESETS: dict[str, SweepSpec] = {
     "quick": SweepSpec(
@@ -80,7 +80,7 @@ PRESETS: dict[str, SweepSpec] = {
         description="small MAD, outcome vs mc (K=2), three regimes, 8 paired seeds",
         base={"env": "mad", "env_overrides": _SMALL_MAD, "learning_rate": 3e-3, "num_seeds": 8,
               "num_evals": 6, "eval_problems": 64, "problems_per_iteration": 16, "attempts_per_problem": 4},
-        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 2}},
+        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 2}},
         budgets={"attempts": 3_000, "fixed-steps": 80_000},
         cpu_minutes="5m42s for the README's first command, install (from pip's cache) included, on a 2-core Intel "
                     "Xeon with other jobs at a 1-minute load of 1.1-1.6 (docs/results.md#the-quick-sweep)",
@@ -90,7 +90,7 @@ PRESETS: dict[str, SweepSpec] = {
         description="default MAD, outcome vs mc vs exact vs critic, three regimes, 5 paired seeds",
         base={"env": "mad", "learning_rate": 1e-3, "num_seeds": 5, "num_evals": 10, "eval_problems": 256,
               "problems_per_iteration": 16, "attempts_per_problem": 4},
-        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 4},
+        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 4},
               "exact": {"credit": "exact"}, "critic": {"credit": "critic"}},
         budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
         cpu_minutes="measured on a 2-core CPU, a second study or audits running beside it: attempts "
@@ -108,9 +108,10 @@ PRESETS: dict[str, SweepSpec] = {
               "eval_families": ARITHMETIC_STUDY_FAMILIES,
               "problems_per_iteration": 4, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"},
-              "solver-uniform": {"credit": "solver", "solver_policy": "uniform"},
+              "solver-uniform": {"credit": "solver", "credit_options.policy": "uniform"},
               "exact-policy": {"credit": "exact"},
-              "solver-optimal": {"credit": "solver", "solver_policy": "optimal", "solver_add_outcome": True},
+              "solver-optimal": {"credit": "solver", "credit_options.policy": "optimal",
+                                 "credit_options.add_outcome": True},
               **{f"{objective}-uniform": {**_UNIFORM_VALUES, "objective": objective}
                  for objective in ("dense", "pairwise", "hard")}},
         budgets={"attempts": 4_000, "fixed-steps": 2_000_000},

@@ -30,6 +30,7 @@ import os
 
 import numpy as np
 
+from jaxcredit.arm_registry import dotted_options
 from jaxcredit.comparison import (
     arm_credits,
     arm_environments,
@@ -42,6 +43,7 @@ from jaxcredit.comparison import (
 )
 from jaxcredit.output_dirs import check_kind, write_kind
 from jaxcredit.overrides import apply_overrides
+from jaxcredit.plugins import load_plugins
 from jaxcredit.rundir_io import (
     MATCH_CURRENCIES,
     MATCHED_COUNTERS,
@@ -193,7 +195,8 @@ def matched_cells(spec: SweepSpec, summaries: dict, out: str, *, resume: bool, n
 
 
 def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int | None = None,
-              progress: bool = True, backend: str = "local", ray_address: str | None = None, log=()) -> dict:
+              progress: bool = True, backend: str = "local", ray_address: str | None = None, log=(),
+              plugins=()) -> dict:
     """Run every cell of `spec` into `out` (finished cells are skipped on resume); returns the
     table dict (also written to `out/sweep.json` and `out/table.md`).
 
@@ -201,16 +204,22 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
     cluster at `ray_address`, or a local Ray); see `jaxcredit.train.backends`. Same results. Either
     way the `matched` cells start once the `attempts` and `fixed-steps` cells are done. `log`:
     tracking backends (`jaxcredit.tracking`), each cell logging into its own run directory.
+    `plugins`: files or modules registering arms (`jaxcredit.plugins`), imported first and recorded
+    in `sweep_spec.json`; resuming without them imports the ones the sweep recorded.
     """
     check_backend(backend)
     log = check_trackers(log)
+    recorded = os.path.join(out, "sweep_spec.json")
+    if resume and not plugins and os.path.isfile(recorded):
+        plugins = read_json(recorded).get("plugins", ())
+    plugins = load_plugins(plugins)
     cells = spec.cell_configs(num_seeds=num_seeds)  # every cell's config is valid before any work
     spec.tuning_configs()  # and every tuning run's
     check_writable_dir(out)
     check_kind(out, "sweep", "sweep")
     with RunLock(out, f"sweep {spec.name}"):  # each cell's run also locks its own directory
         return _run_locked_sweep(spec, cells, out, resume=resume, num_seeds=num_seeds, progress=progress,
-                                 backend=backend, ray_address=ray_address, log=log)
+                                 backend=backend, ray_address=ray_address, log=log, plugins=plugins)
 
 
 DOC_FIELDS = ("cpu_minutes", "description")  # words about a sweep, not its design: resuming may update them
@@ -226,14 +235,25 @@ def spec_record(spec: SweepSpec, num_seeds: int | None) -> dict:
 
 
 def _design(spec_dict: dict) -> dict:
-    """A `sweep_spec.json` dict without its `DOC_FIELDS`: what must match for `--resume`."""
-    return {k: v for k, v in spec_dict.items() if k not in DOC_FIELDS}
+    """A `sweep_spec.json` dict without its `DOC_FIELDS`: what must match for `--resume`; the arms'
+    options in one spelling (`credit_options.NAME`), so a sweep written with older flat field
+    names resumes under the current ones."""
+    design = {k: v for k, v in spec_dict.items() if k not in DOC_FIELDS}
+    base, arms = design.get("base", {}), design.get("arms", {})
+    try:
+        design["arms"] = {arm: dotted_options(fields, {**base, **fields}.get("credit", "outcome"))
+                          for arm, fields in arms.items()}
+    except ValueError:  # an arm no plugin registers: compared as written
+        pass
+    return design
 
 
 def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, num_seeds: int | None,
-                      progress: bool, backend: str, ray_address: str | None, log: tuple = ()) -> dict:
+                      progress: bool, backend: str, ray_address: str | None, log: tuple = (),
+                      plugins: tuple = ()) -> dict:
     sweep_path = os.path.join(out, "sweep_spec.json")
-    spec_dict = spec_record(spec, num_seeds)
+    recorded = {"plugins": list(plugins)} if plugins else {}  # only a sweep with plugins records them
+    spec_dict = {**spec_record(spec, num_seeds), **recorded}
     if os.path.exists(sweep_path) and not resume:
         raise ValueError(f"{out} already holds a sweep; pass --resume to continue it or choose another --out")
     if resume and os.path.exists(sweep_path) and _design(read_json(sweep_path)) != _design(spec_dict):
@@ -255,7 +275,7 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
             tuning = [Cell(("tune", arm, point), config, os.path.join(out, "tune", arm, point),
                            resume and os.path.isdir(os.path.join(out, "tune", arm, point)), f"tune/{arm}/{point}",
                            log=log) for (arm, point), config in spec.tuning_configs().items()]
-            run_cells(tuning, backend=backend, ray_address=ray_address, progress=progress)
+            run_cells(tuning, backend=backend, ray_address=ray_address, progress=progress, plugins=plugins)
             record = tuning_record(spec.tune, spec.arms, out, budget=spec.tune_budget)
             write_json_atomic(os.path.join(out, "tuning.json"), record)
             chosen = {arm: entry["overrides"] for arm, entry in record["arms"].items()}
@@ -265,10 +285,11 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
             cell_dir = os.path.join(out, regime, arm)
             cell_resume = resume and os.path.isdir(cell_dir)  # a cell stopped at any point, even before its config
             jobs.append(Cell((regime, arm), config, cell_dir, cell_resume, f"{regime}/{arm}", log=log))
-        summaries = run_cells(jobs, backend=backend, ray_address=ray_address, progress=progress)
+        summaries = run_cells(jobs, backend=backend, ray_address=ray_address, progress=progress, plugins=plugins)
         if "matched" in spec.regimes:  # then the matched regime: needs the attempts runs' totals
             matched = matched_cells(spec, summaries, out, resume=resume, num_seeds=num_seeds, log=log, chosen=chosen)
-            results = run_cells(matched, backend=backend, ray_address=ray_address, progress=progress)
+            results = run_cells(matched, backend=backend, ray_address=ray_address, progress=progress,
+                                plugins=plugins)
             for (regime, arm), views in results.items():
                 for label_arm, summary in views.items():
                     summaries[(regime, matched_cell(arm, label_arm))] = summary

@@ -1,6 +1,6 @@
 """Imitation of the optimal policy with token and afterstate input, on a fixed handful of arithmetic problems.
 
-Both inputs train with `credit=solver`, `solver_policy=optimal`, `objective=hard` (cross-entropy to
+Both inputs train with `credit=solver`, `credit_options.policy=optimal`, `objective=hard` (cross-entropy to
 the optimal actions at every visited state), the default network, 4 problems x 2 attempts per
 iteration drawn from the same fixed set, and report greedy success on that set every 50 iterations.
 Prints one JSON object (the curves, seconds, afterstate and total env steps per seed).
@@ -51,7 +51,8 @@ def main() -> None:
     results = {}
     for policy_input in ("tokens", "afterstate"):
         config = config_from_dict({"env": "arithmetic", "env_overrides": {"count": COUNT}, "credit": "solver",
-                                   "solver_policy": "optimal", "objective": "hard", "policy_input": policy_input,
+                                   "credit_options.policy": "optimal", "objective": "hard",
+                                   "policy_input": policy_input,
                                    "problems_per_iteration": 4, "attempts_per_problem": 2, "num_seeds": 1,
                                    "eval_problems": 16, "validation_problems": 16})
         base = make_train(config)

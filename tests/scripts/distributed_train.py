@@ -22,7 +22,7 @@ def train_args(out: str, *extra: str) -> list[str]:
     """The `jaxcredit train` arguments of the tiny run (Monte Carlo credit: sharded continuations too)."""
     sets = [f"--set={k}={json.dumps(v)}" for k, v in TINY.items()]
     return ["train", "--env", "mad", "--credit", CREDIT, "--out", out, "--no-progress", "--json",
-            "--set=mc_continuations=2", *sets, *extra]
+            "--set=credit_options.continuations=2", *sets, *extra]
 
 
 def main(argv: list[str]) -> int:
@@ -41,7 +41,8 @@ def main(argv: list[str]) -> int:
 
     stop = int(rest[rest.index("--stop-after-evals") + 1])
     info = initialize_distributed(f"127.0.0.1:{port}", 2, process_id)
-    values = {"env": "mad", "credit": CREDIT, "mc_continuations": 2, **TINY, "shard_devices": info["global_devices"]}
+    values = {"env": "mad", "credit": CREDIT, "credit_options.continuations": 2, **TINY,
+              "shard_devices": info["global_devices"]}
     run_training(config_from_dict(values), out, resume="--resume" in rest, progress=False, stop_after_evals=stop)
     return 0
 

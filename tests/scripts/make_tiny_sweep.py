@@ -23,7 +23,7 @@ SPEC = SweepSpec(
                                           "max_turns": 6},
           "learning_rate": 3e-3, "num_seeds": 2, "num_evals": 3, "eval_problems": 32,
           "problems_per_iteration": 8, "attempts_per_problem": 4},
-    arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "mc_continuations": 2}},
+    arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 2}},
     budgets={"attempts": 320, "fixed-steps": 4_000},
 )
 SKIP = {"checkpoints", "policies", ".jaxcredit.lock", "plots", "report.md", "card.md", "card.json"}

@@ -53,7 +53,7 @@ def main():
     # Training: the driver's jitted programs (seeds vmapped), 3 iterations of Monte Carlo credit.
     finals = {}
     for devices in (1, 8):
-        config = config_from_dict({**TINY, "credit": "mc", "mc_continuations": 2, "shard_devices": devices})
+        config = config_from_dict({**TINY, "credit": "mc", "credit_options.continuations": 2, "shard_devices": devices})
         init, segment, _ = compiled_programs(config)
         no_limit = jnp.full(2, MAX_COUNT, jnp.int32)
         state = segment(init(jnp.arange(2, dtype=jnp.int32)), jnp.full(2, 96, jnp.int32), no_limit,
