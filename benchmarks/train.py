@@ -20,8 +20,8 @@ iteration within 1.5x of its bound and passes at >= 0.50 of R.
 Policy input: the outcome and solver (optimal μ) iterations with `policy_input=tokens` and
 `afterstate` on default MAD and default arithmetic (C = 4, A = 53), timed in the same interleaved
 run: seconds per iteration, the afterstate environment steps one iteration spends (the ledger's
-`afterstate_env_steps`) and the ratio of afterstate to token time (`--quick`: tiny MAD and
-arithmetic with three numbers, and the outcome arm only).
+`afterstate_env_steps`) and the ratio of afterstate to token time (`--quick`: tiny MAD only,
+and the outcome arm only).
 
 `episodes_per_iteration` scaling: the outcome iteration's time at 16 to 1,024 episodes per
 iteration (problems per iteration x 4 attempts), one compile each. `--quick` runs tiny iterations
@@ -136,7 +136,7 @@ def run(args) -> dict:
         if passes is None:
             passes = _passes(trainer, state)
             ppo_epochs = trainer.config.ppo_epochs
-    input_cells = [(env_name, credit, policy_input) for env_name in INPUT_ENVS
+    input_cells = [(env_name, credit, policy_input) for env_name in (tuple(INPUT_ENVS)[:1] if quick else INPUT_ENVS)
                    for credit in (("outcome",) if quick else INPUT_CREDITS) for policy_input in POLICY_INPUTS]
     for cell in input_cells:
         env_name, credit, policy_input = cell

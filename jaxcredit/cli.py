@@ -234,6 +234,7 @@ def _cmd_suite(args) -> None:
     from jaxcredit.suite.experiments import BUILTIN_ARMS, QUICK_ARMS
     from jaxcredit.suite.run import run_suite
 
+    plugins = load_plugins(args.plugin)  # their arms can be named in --arms
     default = QUICK_ARMS if args.quick else tuple(BUILTIN_ARMS)
     names = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(default)
     arms = {}
@@ -243,7 +244,8 @@ def _cmd_suite(args) -> None:
     suite = "quick" if args.quick else "full"
     card = run_suite(args.out, suite=suite, arms=arms, experiments=experiments, resume=args.resume,
                      progress=not args.no_progress, backend=args.backend, ray_address=args.ray_address,
-                     command="jaxcredit " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["suite"] else "jaxcredit suite")
+                     command="jaxcredit " + " ".join(sys.argv[1:]) if sys.argv[1:2] == ["suite"] else "jaxcredit suite",
+                     plugins=plugins)
     if args.json:
         _print_json(card)
     else:
@@ -789,6 +791,7 @@ def build_parser() -> argparse.ArgumentParser:
     suite.add_argument("--arms", default=None, metavar="A,B,...",
                        help="arms to score (default: every built-in suite arm; --quick: outcome, mc, exact); a name "
                             "that is not a built-in suite arm is a registered credit arm with its default options")
+    suite.add_argument("--plugin", action="append", metavar="FILE.py|MODULE", help=PLUGIN_HELP)
     suite.add_argument("--experiments", default=None, metavar="E,F,...", help="run only these experiments")
     suite.add_argument("--resume", action="store_true", help="continue the suite in --out")
     suite.add_argument("--no-progress", action="store_true", help="no progress lines or bars")

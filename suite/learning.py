@@ -82,7 +82,7 @@ def curve_auc(rows: list[dict], counter: str, budget: int, metric: str = "succes
 
 
 def run_setting(experiment, index: int, arms: dict, out: str, *, resume: bool, progress: bool,
-                backend: str = "local", ray_address: str | None = None) -> dict:
+                backend: str = "local", ray_address: str | None = None, plugins: tuple = ()) -> dict:
     """Train every arm on setting `index` into `out` (a sweep directory) and score it.
 
     Returns `{"optimal_success", "scores": {regime: {arm: [AUC per seed]}}}`.
@@ -90,7 +90,7 @@ def run_setting(experiment, index: int, arms: dict, out: str, *, resume: bool, p
     setting = experiment.settings[index]
     spec = setting_spec(experiment, setting, arms)
     run_sweep(spec, out, resume=resume and os.path.exists(os.path.join(out, "sweep_spec.json")),
-              progress=progress, backend=backend, ray_address=ray_address)
+              progress=progress, backend=backend, ray_address=ray_address, plugins=tuple(plugins))
     best = optimal_success(spec.base)
     scores = {}
     for regime in REGIMES:

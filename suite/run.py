@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from jaxcredit.output_dirs import check_kind, write_kind
+from jaxcredit.plugins import load_plugins
 from jaxcredit.rundir_io import RunLock, check_writable_dir, make_dirs, read_json, write_json_atomic, write_text_atomic
 from jaxcredit.suite.experiments import BUILTIN_ARMS, get_suite
 from jaxcredit.suite.labels import LABEL_CLASSES, LabelSetting, label_quality
@@ -92,12 +93,13 @@ def _label_experiment(experiment, arms: dict, out: str, *, progress: bool) -> di
 
 
 def _learning_experiment(experiment, arms: dict, out: str, *, resume: bool, progress: bool, backend: str,
-                         ray_address: str | None) -> dict:
+                         ray_address: str | None, plugins: tuple = ()) -> dict:
     settings = []
     for i in range(len(experiment.settings)):
         _say(progress, f"{experiment.name} setting {experiment.setting_name(i)}")
         settings.append(run_setting(experiment, i, arms, os.path.join(out, experiment.setting_name(i)),
-                                    resume=resume, progress=progress, backend=backend, ray_address=ray_address))
+                                    resume=resume, progress=progress, backend=backend, ray_address=ray_address,
+                                    plugins=plugins))
     scores = {REGIME_TAGS[regime]: {a: np.mean([s["scores"][regime][a] for s in settings], axis=0).tolist()
                                     for a in arms}
               for regime in REGIME_TAGS}
@@ -106,9 +108,16 @@ def _learning_experiment(experiment, arms: dict, out: str, *, resume: bool, prog
 
 def run_suite(out: str, *, suite: str = "quick", arms: dict | None = None, experiments: tuple = (),
               resume: bool = False, progress: bool = True, backend: str = "local", ray_address: str | None = None,
-              command: str = "jaxcredit suite") -> dict:
+              command: str = "jaxcredit suite", plugins: tuple = ()) -> dict:
     """Run `suite`'s experiments (all, or those named in `experiments`) for `arms` (default: the
-    built-in arms, `BUILTIN_ARMS`) into `out`; returns the scorecard (also `out/scorecard.json`)."""
+    built-in arms, `BUILTIN_ARMS`) into `out`; returns the scorecard (also `out/scorecard.json`).
+
+    `plugins`: the plugin specs (`jaxcredit.plugins`) whose arms `arms` may name; they are recorded
+    in `suite.json`, imported again on `resume` and passed to the learning sweeps (and their workers).
+    """
+    spec_path = os.path.join(out, "suite.json")
+    recorded = read_json(spec_path, expect=dict).get("plugins", []) if resume and os.path.exists(spec_path) else []
+    plugins = load_plugins([*recorded, *plugins])
     arms = check_arms(dict(arms or BUILTIN_ARMS))
     chosen = get_suite(suite)
     if experiments:
@@ -118,9 +127,9 @@ def run_suite(out: str, *, suite: str = "quick", arms: dict | None = None, exper
         chosen = tuple(e for e in chosen if e.name in experiments)
     check_writable_dir(out)
     check_kind(out, "suite", "suite")
-    spec = {"suite": suite, "arms": arms, "arm_order": list(arms), "experiments": [e.name for e in chosen]}
+    spec = {"suite": suite, "arms": arms, "arm_order": list(arms), "experiments": [e.name for e in chosen],
+            **({"plugins": list(plugins)} if plugins else {})}
     with RunLock(out, f"suite {suite}"):
-        spec_path = os.path.join(out, "suite.json")
         if os.path.exists(spec_path):
             if not resume:
                 raise ValueError(f"{out} already holds a suite; pass --resume to continue it or choose another --out")
@@ -145,7 +154,7 @@ def run_suite(out: str, *, suite: str = "quick", arms: dict | None = None, exper
                     found = _label_experiment(experiment, arms, folder, progress=progress)
                 else:
                     found = _learning_experiment(experiment, arms, folder, resume=resume, progress=progress,
-                                                 backend=backend, ray_address=ray_address)
+                                                 backend=backend, ray_address=ray_address, plugins=plugins)
             except KeyboardInterrupt:
                 records[experiment.name] = {**record, "status": "unfinished"}
                 _write_card(out, suite, arms, records, chosen, start, command)

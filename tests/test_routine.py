@@ -180,8 +180,8 @@ def test_default_is_the_fixed_horizon_design_unchanged():
 def test_fixed_decisions_have_exactly_d_consequential_turns(decisions, placement):
     """decisions=D, density ρ: H = D / ρ and every sampled layout has exactly D decision turns;
     under the uniform reference exact credit is 0 on every routine turn and non-zero on every
-    decision turn reached before a mistake, at every horizon from D to 64."""
-    for density in (1.0, 0.5, 0.25, 0.125, 0.0625) + ((1 / 32,) if decisions == 2 else ()):
+    decision turn reached before a mistake, at horizons from D to 64 (H = D, 4D, 16D; and 64)."""
+    for density in (1.0, 0.25, 0.0625) + ((1 / 32,) if decisions == 2 else ()):
         env = make("routine", decisions=decisions, density=density, placement=placement, cue="index")
         assert env.horizon == round(decisions / density) and env.num_decisions == decisions
         problems = jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(1), 64))

@@ -74,17 +74,21 @@ def test_aggregate_iqm_and_unfinished():
     assert lines[-1] == "- Unfinished, not scored: c."
 
 
-def test_tiny_suite_run_and_resume(tmp_path, monkeypatch, capsys):
-    """One labels experiment on an 18-tape MAD through the command line: the exact arm's labels score 1."""
-    from jaxcredit.cli import main
-
-    tiny = Experiment("labels-tiny", "labels", ("mad",),
-                      {"env": "mad", "problems_per_iteration": 4, "attempts_per_problem": 2, "d_model": 16,
+def _tiny_labels(problems: int = 4) -> Experiment:
+    """A labels experiment on the 18-tape MAD of length 3, uniform policy only."""
+    return Experiment("labels-tiny", "labels", ("mad",),
+                      {"env": "mad", "problems_per_iteration": problems, "attempts_per_problem": 2, "d_model": 16,
                        "num_layers": 1, "num_heads": 2, "mlp_dim": 32, "holdout_fraction": 0.0,
                        "eval_problems": 4, "validation_problems": 4},
                       ({"length": 3, "num_tokens": 3, "min_useful": 1, "max_useful": 1, "max_turns": 4},), 1,
                       {"train_episodes": 16}, policies=("uniform",))
-    monkeypatch.setitem(suite_experiments.SUITES, "quick", (tiny,))
+
+
+def test_tiny_suite_run_and_resume(tmp_path, monkeypatch, capsys):
+    """One labels experiment on an 18-tape MAD through the command line: the exact arm's labels score 1."""
+    from jaxcredit.cli import main
+
+    monkeypatch.setitem(suite_experiments.SUITES, "quick", (_tiny_labels(),))
     out = str(tmp_path / "suite")
     assert main(["suite", "--quick", "--out", out, "--arms", "exact,outcome", "--no-progress"]) == 0
     card = json.load(open(os.path.join(out, "scorecard.json")))
@@ -97,3 +101,50 @@ def test_tiny_suite_run_and_resume(tmp_path, monkeypatch, capsys):
     assert main(["suite", "--quick", "--out", out, "--arms", "exact,outcome", "--no-progress"]) == 2
     assert "already holds a suite" in capsys.readouterr().err
     assert main(["suite", "--quick", "--out", out, "--arms", "exact,outcome", "--no-progress", "--resume"]) == 0
+
+
+RANDOM_ARM = """
+import dataclasses
+
+import jax
+
+import jaxcredit
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomOptions(jaxcredit.ArmOptions):
+    arm = "random-credit"
+
+
+def random_credit(context, trajectory, problems, key):
+    noise = jax.random.normal(key, trajectory.live.shape)
+    return jaxcredit.CreditResult(noise * trajectory.live, None, {})
+
+
+jaxcredit.register_credit_arm(jaxcredit.CreditArm(
+    name="random-credit", account=None, enumerates=False, description="credit drawn at random",
+    compute=random_credit, options=RandomOptions))
+"""
+
+
+def test_a_plugin_arm_of_random_credit_scores_near_chance(tmp_path, monkeypatch):
+    """A plugin file outside the package, scored by the suite: random labels land near chance."""
+    from jaxcredit.arm_registry import CREDIT_ARMS
+    from jaxcredit.cli import main
+
+    plugin = tmp_path / "random_credit.py"
+    plugin.write_text(RANDOM_ARM)
+    monkeypatch.setitem(suite_experiments.SUITES, "quick", (_tiny_labels(problems=16),))
+    monkeypatch.delitem(CREDIT_ARMS, "random-credit", raising=False)
+    out = str(tmp_path / "suite")
+    try:
+        assert main(["suite", "--quick", "--out", out, "--plugin", str(plugin), "--arms", "exact,random-credit",
+                     "--no-progress"]) == 0
+    finally:
+        CREDIT_ARMS.pop("random-credit", None)
+    card = json.load(open(os.path.join(out, "scorecard.json")))
+    record = card["experiments"]["labels-tiny"]
+    assert record["scores"]["label-quality"]["exact"] == [pytest.approx(1.0, abs=1e-5)]
+    assert record["scores"]["label-quality"]["random-credit"][0] < 0.15
+    assert 0.3 <= record["details"]["arms"]["random-credit"]["sign_agreement"] <= 0.7
+    assert json.load(open(os.path.join(out, "suite.json")))["plugins"] == [str(plugin)]
