@@ -296,6 +296,12 @@ def plot_ratio(summary: dict, path: str, *, title: str = "") -> str:
     return path
 
 
+def aligned_rows(rows: list[list[str]]) -> list[str]:
+    """Host: text rows of cells, each column right-aligned to its widest cell, two spaces apart."""
+    widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]))]
+    return ["  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in rows]
+
+
 def format_table(summary: dict) -> str:
     """Host: the summary as a plain-text table, one row per density, then the fits."""
     names = summary["estimators"]
@@ -308,8 +314,7 @@ def format_table(summary: dict) -> str:
         row += [f"{summary['median_parameter_snr'][n][i]:.3g}" for n in names]
         row += [f"{r[i]:.3g}" for r in summary["ratio"].values()]
         rows.append(row)
-    widths = [max(len(r[c]) for r in rows) for c in range(len(head))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in rows]
+    lines = aligned_rows(rows)
     for name, fit in summary["fit"].items():
         if fit is None:
             lines.append(f"{name}: no fit (a non-positive SNR)")

@@ -27,7 +27,15 @@ import jax.numpy as jnp
 import numpy as np
 from scipy import stats as scipy_stats
 
-from jaxcredit.analysis.snr import TURN_LEVEL, SnrConfig, _snr, fit_loglog, seeded_moments, tabular_policy
+from jaxcredit.analysis.snr import (
+    TURN_LEVEL,
+    SnrConfig,
+    _snr,
+    aligned_rows,
+    fit_loglog,
+    seeded_moments,
+    tabular_policy,
+)
 from jaxcredit.analysis.snr_theory import predicted_snr
 from jaxcredit.envs.routine import Routine
 
@@ -148,8 +156,7 @@ def format_fixed_decisions(summary: dict) -> str:
             column = np.array(values)[:, r]
             row.append(f"{np.exp(np.mean(np.log(column))):.4g}" if (column > 0).all() else "n/a")
         rows.append(row)
-    widths = [max(len(r[c]) for r in rows) for c in range(len(head))]
-    lines = ["  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in rows]
+    lines = aligned_rows(rows)
     for name, fit in summary["fit"].items():
         if fit is None:
             lines.append(f"{name}: no fit (non-positive SNR in all but one seed)")

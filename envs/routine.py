@@ -2,12 +2,12 @@
 
 The decision-density environment. Every turn the agent picks one of `num_choices` actions (all
 legal). At a *decision* turn one action is right (the observation shows which, or only which
-decision this is: `cue` below); a wrong choice lowers the final success. At a *routine* turn every action is equivalent: all lead to the same
-next position, so the return distribution does not depend on the choice, yet something must be
-chosen -- a trajectory-level (outcome) gradient still pays the variance of the routine actions'
-scores. The exact solver's `Q - V` is therefore 0 on every routine turn and non-zero on every
-decision turn (tested), which makes the environment a controlled lab for the decision density
-ρ = decisions / turns.
+decision this is: `cue` below); a wrong choice lowers the final success. At a *routine* turn every
+action is equivalent: all lead to the same next position, so the return distribution does not
+depend on the choice, yet something must be chosen -- a trajectory-level (outcome) gradient still
+pays the variance of the routine actions' scores. The exact solver's `Q - V` is therefore 0 on
+every routine turn and non-zero on every decision turn (tested), which makes the environment a
+controlled lab for the decision density ρ = decisions / turns.
 
 Two designs. **Fixed horizon** (`decisions=0`, the default): H = `horizon` and
 `D = round(density * horizon)` (half up), so a lower density also means fewer decisions.
@@ -16,9 +16,9 @@ Two designs. **Fixed horizon** (`decisions=0`, the default): H = `horizon` and
 changes, so the uniform policy's success (1/C^D, fatal) is the same at every density.
 
 A problem (`RoutineProblem`) is the decision layout: `decision` bool `[H]` (exactly D True) and
-`right` int32 `[H]` (the right action at a decision turn, 0 at routine turns). `placement`: `"random"` draws the D decision turns uniformly
-among the H turns for every problem; `"fixed"` puts them at `floor((2j + 1) H / (2D))`,
-`j = 0..D-1` (evenly spread).
+`right` int32 `[H]` (the right action at a decision turn, 0 at routine turns). `placement`:
+`"random"` draws the D decision turns uniformly among the H turns for every problem; `"fixed"`
+puts them at `floor((2j + 1) H / (2D))`, `j = 0..D-1` (evenly spread).
 
 `cue` says what a decision turn shows. `"right"` (the default): the right action itself, drawn
 uniformly per problem, so a policy that has learned to copy the cue solves every layout.

@@ -787,7 +787,8 @@ def build_parser() -> argparse.ArgumentParser:
     suite = commands.add_parser("suite", help="the credit-assignment suite: every arm's labels against exact values "
                                               "and its learning at equal attempts and equal cost, scored in [0, 1]")
     suite.add_argument("--out", required=True, help="suite directory")
-    suite.add_argument("--quick", action="store_true", help="the quick sizes (2 seeds, small budgets; minutes on a CPU)")
+    suite.add_argument("--quick", action="store_true",
+                       help="the quick sizes (2 seeds, small budgets; minutes on a CPU)")
     suite.add_argument("--arms", default=None, metavar="A,B,...",
                        help="arms to score (default: every built-in suite arm; --quick: outcome, mc, exact); a name "
                             "that is not a built-in suite arm is a registered credit arm with its default options")

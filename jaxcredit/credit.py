@@ -331,6 +331,17 @@ def _flatten(tree, ndims: int = 2):
     return jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[ndims:]), tree)
 
 
+def _branch_every_state(env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array,
+                        *, num_continuations: int, chunk_size: int, sharding: Any):
+    """`branch_returns` from every state of `trajectory` and its final states, flattened `[B * (T + 1)]`."""
+    states = jax.tree_util.tree_map(
+        lambda before, final: jnp.concatenate([before, final[:, None]], axis=1),
+        trajectory.states, trajectory.final_state,
+    )
+    return branch_returns(env, policy_fn, params, _flatten(states), key,
+                          num_continuations=num_continuations, chunk_size=chunk_size, sharding=sharding)
+
+
 def branch_state_values(
     env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
     num_continuations: int, chunk_size: int = 512, sharding: Any = None,
@@ -341,14 +352,9 @@ def branch_state_values(
     0 for ended states (which cost nothing). Consumes `key`. Returns `(state_values, counts)`.
     `sharding` splits the continuations over devices (see `branch_returns`).
     """
-    batch, num_turns = trajectory.live.shape
-    states = jax.tree_util.tree_map(
-        lambda before, final: jnp.concatenate([before, final[:, None]], axis=1),
-        trajectory.states, trajectory.final_state,
-    )
-    result = branch_returns(env, policy_fn, params, _flatten(states), key,
-                            num_continuations=num_continuations, chunk_size=chunk_size, sharding=sharding)
-    return result.mean.reshape(batch, num_turns + 1), result.counts
+    result = _branch_every_state(env, policy_fn, params, trajectory, key, num_continuations=num_continuations,
+                                 chunk_size=chunk_size, sharding=sharding)
+    return result.mean.reshape(trajectory.live.shape[0], -1), result.counts
 
 
 def branch_action_values(
@@ -404,15 +410,10 @@ def branch_state_progress(
     """
     if kind not in PROGRESS_KINDS:
         raise ValueError(f"unknown progress kind {kind!r}; choices: {', '.join(PROGRESS_KINDS)}")
-    batch, num_turns = trajectory.live.shape
-    states = jax.tree_util.tree_map(
-        lambda before, final: jnp.concatenate([before, final[:, None]], axis=1),
-        trajectory.states, trajectory.final_state,
-    )
-    result = branch_returns(env, policy_fn, params, _flatten(states), key,
-                            num_continuations=num_continuations, chunk_size=chunk_size, sharding=sharding)
+    result = _branch_every_state(env, policy_fn, params, trajectory, key, num_continuations=num_continuations,
+                                 chunk_size=chunk_size, sharding=sharding)
     progress = result.mean if kind == "soft" else jnp.where(result.valid, result.returns.max(axis=-1), 0.0)
-    return progress.reshape(batch, num_turns + 1), result.counts
+    return progress.reshape(trajectory.live.shape[0], -1), result.counts
 
 
 def progress_advantage(trajectory: Trajectory, *, progress: jax.Array) -> jax.Array:

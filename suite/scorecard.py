@@ -92,7 +92,8 @@ def findings(card: dict) -> list[str]:
                     f"[{entry[first]['low']:.3f}, {entry[first]['high']:.3f}] "
                     f"(n = {entry[first]['runs']} seeds x {entry[first]['tasks']} experiments)")
         if overlapping:
-            sentence += f"; its interval overlaps {', '.join(f'`{a}`' for a in overlapping)}, so those are not separated"
+            names = ", ".join(f"`{a}`" for a in overlapping)
+            sentence += f"; its interval overlaps {names}, so those are not separated"
         if separated:
             sentence += f"; it is above {', '.join(f'`{a}`' for a in separated)} (intervals disjoint)"
         if entry[first]["runs"] < 5:
@@ -190,7 +191,7 @@ def plot_label_cost(card: dict, path: str) -> bool:
 
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     markers = "osD^v<>Px*"
-    for k, (name, record) in enumerate(records):
+    for k, (_, record) in enumerate(records):
         for i, arm in enumerate(card["arms"]):
             d = record["details"]["arms"][arm]
             if d["normalised_error"] is None:

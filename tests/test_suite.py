@@ -96,7 +96,8 @@ def test_tiny_suite_run_and_resume(tmp_path, monkeypatch, capsys):
     scores = card["experiments"]["labels-tiny"]["scores"]["label-quality"]
     assert scores["exact"] == [pytest.approx(1.0, abs=1e-5)]
     assert 0.0 <= scores["outcome"][0] <= 1.0
-    assert os.path.exists(os.path.join(out, "report.md")) and "## Findings" in open(os.path.join(out, "report.md")).read()
+    report = os.path.join(out, "report.md")
+    assert os.path.exists(report) and "## Findings" in open(report).read()
     capsys.readouterr()
     assert main(["suite", "--quick", "--out", out, "--arms", "exact,outcome", "--no-progress"]) == 2
     assert "already holds a suite" in capsys.readouterr().err
