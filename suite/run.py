@@ -144,7 +144,7 @@ def run_suite(out: str, *, suite: str = "quick", arms: dict | None = None, exper
             result_path = os.path.join(folder, "result.json")
             make_dirs(folder)
             record = {"kind": experiment.kind, "description": experiment.description, "tags": list(experiment.tags),
-                      "seeds": experiment.seeds,
+                      "seeds": experiment.seeds, "budgets": dict(experiment.budgets),
                       "settings": [experiment.setting_label(i) for i in range(len(experiment.settings))]}
             if os.path.exists(result_path):
                 records[experiment.name] = read_json(result_path, expect=dict)
@@ -168,7 +168,8 @@ def _write_card(out: str, suite: str, arms: dict, records: dict, chosen: tuple, 
     for experiment in chosen:  # an experiment not reached is unfinished
         records.setdefault(experiment.name, {"kind": experiment.kind, "description": experiment.description,
                                              "tags": list(experiment.tags), "seeds": experiment.seeds,
-                                             "settings": [], "status": "unfinished"})
+                                             "budgets": dict(experiment.budgets), "settings": [],
+                                             "status": "unfinished"})
     card = {"schema": SCHEMA, "suite": suite, "arms": list(arms), "experiments": records,
             "tags": aggregate(records, list(arms)), "machine": machine_record()["cpu"]["model"],
             "run_time_s": round(time.monotonic() - start, 1), "command": command}

@@ -117,16 +117,18 @@ def report_markdown(card: dict, plot_name: str | None = "scorecard.png") -> str:
         lines += [f"![scores per tag]({plot_name})", ""]
     if card.get("label_cost_plot"):
         lines += [f"![label error against label cost]({card['label_cost_plot']})", ""]
-    lines += ["## Scores per tag", "", "| tag | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]
+    lines += ["## Scores per tag", "", "IQM [95% stratified-bootstrap interval] per arm; n: seeds x experiments.", "",
+              "| tag | n | " + " | ".join(arms) + " |", "|---|---|" + "---|" * len(arms)]
     for tag in sorted(card["tags"]):
         entry = card["tags"][tag]
         cells = [f"{entry[a]['iqm']:.3f} [{entry[a]['low']:.2f}, {entry[a]['high']:.2f}]" for a in arms]
-        lines.append(f"| {tag} | " + " | ".join(cells) + " |")
+        n = f"{entry[arms[0]]['runs']} x {entry[arms[0]]['tasks']}"
+        lines.append(f"| {tag} | {n} | " + " | ".join(cells) + " |")
     lines += ["", "## Experiments", ""]
     for name, record in card["experiments"].items():
         lines += [f"### {name} ({record['kind']}, {record['status']})", "", record.get("description", ""), "",
                   f"Tags: {', '.join(record['tags'])}; {record['seeds']} seeds; settings: "
-                  f"{'; '.join(record['settings'])}.", ""]
+                  f"{'; '.join(record['settings'])}; budget per arm and seed: {_budget_text(record)}.", ""]
         if record["status"] != "finished":
             continue
         lines += ["| score | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]
@@ -138,6 +140,18 @@ def report_markdown(card: dict, plot_name: str | None = "scorecard.png") -> str:
     lines += ["## How this was made", "", f"Machine: {card.get('machine', 'unknown')}; run time "
               f"{card.get('run_time_s', 0.0):.0f} s. Command: `{card.get('command', 'jaxcredit suite')}`.", ""]
     return "\n".join(lines)
+
+
+def _budget_text(record: dict) -> str:
+    """What every arm got: the same main attempts (equal-attempts), the same total env steps with
+    labels included (equal-cost), or the trained policy's attempts (labels)."""
+    budgets = record.get("budgets")
+    if not budgets:
+        return "not recorded"
+    if record["kind"] == "labels":
+        return f"one batch of trajectories, the trained policy after {budgets['train_episodes']:,} attempts"
+    return (f"{budgets['attempts']:,} main attempts (equal-attempts), "
+            f"{budgets['fixed-steps']:,} total env steps, labels included (equal-cost)")
 
 
 def _label_table(record: dict, arms: list) -> list[str]:
