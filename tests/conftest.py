@@ -12,11 +12,19 @@ processes and every subprocess they launch (they inherit the environment):
   xdist worker (niceness 0) the Ray test's workers got a few percent of a core: importing jax and
   jaxcredit took them ~47 s instead of ~4 s, and that one test ran 230-300 s.
 Set `JAXCREDIT_TEST_FULL_XLA=1` to run the suite with XLA's default optimisation and no cache.
+
+`JAXCREDIT_TEST_CPU_LOG=FILE` appends one JSON line per test phase to FILE: its node id, phase,
+wall seconds and CPU seconds (this process, and the subprocesses it waited for). CPU seconds
+depend far less on other jobs than wall time does, so they say where the suite's time goes on a
+loaded machine (`python tests/cpu_report.py FILE` sums them per file).
 """
 
+import json
 import os
+import resource
 import shutil
 import tempfile
+import time
 
 import pytest
 
@@ -38,6 +46,40 @@ def pytest_unconfigure(config):
     owned = os.environ.get("JAXCREDIT_TEST_OWNS_CACHE")
     if owned and not os.environ.get("PYTEST_XDIST_WORKER"):
         shutil.rmtree(owned, ignore_errors=True)
+
+
+def _cpu_seconds() -> tuple[float, float]:
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+def _log_phase(item, phase: str):
+    """A hook wrapper body: time one phase of `item` and append it to `JAXCREDIT_TEST_CPU_LOG`."""
+    path = os.environ.get("JAXCREDIT_TEST_CPU_LOG")
+    if not path:
+        yield
+        return
+    wall, (own, children) = time.perf_counter(), _cpu_seconds()
+    yield
+    after = _cpu_seconds()
+    with open(path, "a") as f:  # one short line per write: appends from the xdist workers do not interleave
+        f.write(json.dumps({"test": item.nodeid, "phase": phase, "wall": time.perf_counter() - wall,
+                            "cpu": after[0] - own, "children_cpu": after[1] - children}) + "\n")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    yield from _log_phase(item, "setup")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield from _log_phase(item, "call")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item):
+    yield from _log_phase(item, "teardown")
 
 
 @pytest.fixture(scope="session")

@@ -34,6 +34,12 @@ makes a study long: its length is the label arms' label work, in outcome iterati
   outcome vs exact vs mc at each, 5 paired seeds, 64 evaluations per run (every update in the
   `attempts` regime); regimes `attempts` and `fixed-steps`; every arm tuned first on `EQUAL_TUNING`
   (each credit at each density its own tuning). See docs/density.md.
+- `decorative-study`: small MAD with 2 decorative actions (`note 0`, `note 1`: change nothing, use a
+  turn; 12 turns, 4 of them slack), outcome vs progress-soft (N = 4) vs exact counterfactual credit
+  under each replacement (`exact-on-policy`, `exact-uniform`, `exact-null`), 5 paired seeds,
+  regimes `attempts` and `fixed-steps`, every arm tuned first on `EQUAL_TUNING`. Its question: does
+  counterfactual credit shorten traces (fewer notes) without hurting success? See
+  docs/results/decorative-study.md.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ DENSITY_STUDY_DENSITIES = (0.125, 0.25, 0.5, 1.0)
 # the families whose numbers the default environment's bound covers (numbers up to 9, 4 digits): large_values
 # (numbers 10-99) would need max_number 99, and it is refused here (jaxcredit.envs.Arithmetic.check_family)
 ARITHMETIC_STUDY_FAMILIES = ("default", "small_targets", "multiplication")
+_DECORATIVE_MAD = {**_SMALL_MAD, "decorative_actions": 2, "max_turns": 12}
 _UNIFORM_VALUES = {"credit": "solver", "credit_options.policy": "uniform"}
 _DENSITY_CREDITS = {"outcome": {"credit": "outcome"}, "exact": {"credit": "exact"},
                     "mc": {"credit": "mc", "credit_options.continuations": 2}}
@@ -159,6 +166,22 @@ PRESETS["mad-study-tuned"] = dataclasses.replace(
     description="mad-study with every arm tuned on one grid first (learning rate x entropy bonus, outcome also "
                 "its baseline; 3 tuning seeds at the attempts budget), matched on env steps and on policy evaluations",
     match_on=("env_steps", "policy_evals"), tune=EQUAL_TUNING, cpu_minutes="not measured yet")
+
+PRESETS["decorative-study"] = SweepSpec(
+    name="decorative-study",
+    description="small MAD with 2 decorative actions, outcome vs progress-soft vs exact counterfactual credit under "
+                "each replacement (on-policy, uniform, null), equal attempts and equal total env steps, 5 paired seeds",
+    base={"env": "mad", "env_overrides": _DECORATIVE_MAD, "learning_rate": 3e-3, "num_seeds": 5, "num_evals": 16,
+          "eval_problems": 128, "problems_per_iteration": 16, "attempts_per_problem": 4},
+    arms={"outcome": {"credit": "outcome"},
+          "progress-soft": {"credit": "progress-soft", "credit_options.continuations": 4},
+          **{f"exact-{r}": {"credit": "exact", "credit_options.replacement": r}
+             for r in ("on-policy", "uniform", "null")}},
+    budgets={"attempts": 4_000, "fixed-steps": 200_000},
+    regimes=("attempts", "fixed-steps"),
+    tune=EQUAL_TUNING,
+    cpu_minutes="not measured yet",
+)
 
 
 def get_preset(name: str) -> SweepSpec:

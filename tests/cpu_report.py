@@ -1,0 +1,35 @@
+"""Sum a `JAXCREDIT_TEST_CPU_LOG` file per test file: `python tests/cpu_report.py FILE [--tests N]`.
+
+Prints the files by CPU seconds (this process plus waited-for subprocesses), with wall seconds
+beside them, and the N costliest single tests. Not a test module (pytest collects `test_*.py` only).
+"""
+
+import argparse
+import collections
+import json
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("log")
+    parser.add_argument("--tests", type=int, default=25, help="how many single tests to list")
+    args = parser.parse_args()
+    files, tests = collections.defaultdict(lambda: [0.0, 0.0]), collections.defaultdict(lambda: [0.0, 0.0])
+    with open(args.log) as f:
+        for line in f:
+            row = json.loads(line)
+            cpu = row["cpu"] + row["children_cpu"]
+            for table, key in ((files, row["test"].split("::")[0]), (tests, row["test"])):
+                table[key][0] += cpu
+                table[key][1] += row["wall"]
+    total = sum(cpu for cpu, _ in files.values())
+    print(f"{'cpu s':>8} {'wall s':>8}  file (total {total:.0f} CPU s, {len(files)} files)")
+    for name, (cpu, wall) in sorted(files.items(), key=lambda kv: -kv[1][0]):
+        print(f"{cpu:8.1f} {wall:8.1f}  {name}")
+    print(f"\n{'cpu s':>8} {'wall s':>8}  the {args.tests} costliest tests (setup + call + teardown)")
+    for name, (cpu, wall) in sorted(tests.items(), key=lambda kv: -kv[1][0])[:args.tests]:
+        print(f"{cpu:8.1f} {wall:8.1f}  {name}")
+
+
+if __name__ == "__main__":
+    main()
