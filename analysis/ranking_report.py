@@ -72,7 +72,7 @@ def ranking_markdown(result: dict) -> str:
             f"hard from the same ones), the learned label's value head fitted for {c['fit_steps']} Adam steps "
             f"(learning rate {c['fit_learning_rate']:g}) on another {c['episodes']} episodes; seed {c['seed']}; "
             f"{result['seconds']} s.", ""]
-    return "\n".join(head) + "\n".join(policy_markdown(n, e) + "\n" for n, e in result["policies"].items())
+    return "\n".join(head) + "\n" + "\n".join(policy_markdown(n, e) for n, e in result["policies"].items())
 
 
 def plot_ranking(result: dict, path: str) -> str:
