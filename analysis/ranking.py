@@ -3,11 +3,11 @@ with exact counterfactual credit, and on which steps do the two disagree?
 
 On the steps of a fixed policy's own episodes, every live step gets
 
-- three **progress labels** `Φ(h_{t+1}) − Φ(h_t)` (where a step leads, not what it did), each from
-  its credit arm's own `compute`: `progress-soft` (Φ the fraction of N continuations that
-  succeed), `progress-hard` (Φ whether any of the same N succeeds: one key, one set of
-  continuations for both) and `progress-model` (Φ the network's value head fitted on the policy's
-  own episodes' outcomes, `fit_value_head`);
+- three **progress labels** `Φ(h_{t+1}) − Φ(h_t)` (where a step leads, not what it did), each
+  equal to its credit arm's label: `progress-soft` (Φ the fraction of N continuations that
+  succeed), `progress-hard` (Φ whether any of the same N succeeds: one set of continuations for
+  both, `credit.branch_state_progress_kinds`) and `progress-model` (its arm's `compute`, Φ the
+  network's value head fitted on the policy's own episodes' outcomes, `fit_value_head`);
 - the **exact counterfactual credit** `Δ_t = Q^π(s_t, a_t) − E_{a' ~ ρ}[Q^π(s_t, a')]` under every
   replacement ρ the environment allows (`on-policy`, `uniform`, `null`: `credit.REPLACEMENTS`),
   from the solver's values of π (`analysis.exact.exact_step_values`) and the arms' own baseline
@@ -48,14 +48,8 @@ from scipy import stats
 from jaxcredit.analysis.classes import CLASSES, classify_actions, decorative_tolerance
 from jaxcredit.analysis.exact import exact_step_values
 from jaxcredit.analysis.label_measures import label_measures
-from jaxcredit.credit import REPLACEMENTS, replacement_value
-from jaxcredit.credit_arms import (
-    CREDIT_ARMS,
-    CreditContext,
-    ProgressHardOptions,
-    ProgressModelOptions,
-    ProgressSoftOptions,
-)
+from jaxcredit.credit import REPLACEMENTS, branch_state_progress_kinds, progress_advantage, replacement_value
+from jaxcredit.credit_arms import CREDIT_ARMS, CreditContext, ProgressModelOptions
 from jaxcredit.env import Environment
 from jaxcredit.policy_fn import PolicyFn
 from jaxcredit.rollout import Trajectory, rollout
@@ -135,11 +129,9 @@ def counterfactual_credit(env: Environment, trajectory: Trajectory, values: dict
 # ----- progress labels ----------------------------------------------------------------------------
 @functools.partial(jax.jit, static_argnames=("env", "policy_fn", "value_fn", "continuations"))
 def _progress(env, policy_fn, value_fn, params, value_params, trajectory, key, *, continuations):
-    labels = {}
-    for name, options in (("progress-soft", ProgressSoftOptions(continuations=continuations)),
-                          ("progress-hard", ProgressHardOptions(continuations=continuations))):
-        context_ = _context(env, policy_fn, params, options)
-        labels[name] = CREDIT_ARMS[name].compute(context_, trajectory, None, key).advantage  # one key: the same N
+    # soft and hard from one set of continuations: what each arm's compute gives with this key
+    phi, _ = branch_state_progress_kinds(env, policy_fn, params, trajectory, key, num_continuations=continuations)
+    labels = {f"progress-{kind}": progress_advantage(trajectory, progress=phi[kind]) for kind in phi}
     context_ = _context(env, policy_fn, value_params, ProgressModelOptions(), value_fn)
     labels["progress-model"] = CREDIT_ARMS["progress-model"].compute(context_, trajectory, None, key).advantage
     return labels
@@ -151,9 +143,10 @@ def _context(env, policy_fn, params, options, value_fn=None):
 
 def progress_labels(env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
                     continuations: int, value_fn: PolicyFn, value_params: Any) -> dict:
-    """`{label: float32 [B, T]}` of `PROGRESS_LABELS` on `trajectory`, each its arm's `compute`:
-    soft and hard from the same `continuations` continuations per state under `policy_fn`
-    (`key` consumed once), learned from `value_fn` with `value_params`."""
+    """`{label: float32 [B, T]}` of `PROGRESS_LABELS` on `trajectory`: soft and hard from one set of
+    `continuations` continuations per state under `policy_fn` (`credit.branch_state_progress_kinds`,
+    then `credit.progress_advantage`: each equal to its arm's `compute` with `key`), learned from
+    the `progress-model` arm's `compute` with `value_fn` and `value_params`. Consumes `key`."""
     labels = _progress(env, policy_fn, value_fn, params, value_params, trajectory, key, continuations=continuations)
     return {name: np.asarray(labels[name]) for name in PROGRESS_LABELS}
 

@@ -58,7 +58,8 @@ def test_decorative_action_mask_is_the_notes_and_conformance_checks_it():
 
 def test_the_hand_episode_classes_credit_and_mean_labels():
     """note 0 (decorative), select 1 (harmful, repaired later), select 0, unselect 1, submit (load-bearing)."""
-    steps = rank_trajectory(ENV, half_note_policy, None, _episodes(1), jax.random.key(0), continuations=4,
+    trajectory = _episodes(1)
+    steps = rank_trajectory(ENV, half_note_policy, None, trajectory, jax.random.key(0), continuations=4,
                             value_fn=hand_value_fn, value_params=None)
     assert steps["class"].tolist() == [DEC, HBR, LB, LB, LB]
     for replacement, hand in HAND.items():
@@ -66,6 +67,10 @@ def test_the_hand_episode_classes_credit_and_mean_labels():
     np.testing.assert_allclose(steps["labels"]["progress-model"], [0.0, 0.25, 0.5, -0.25, 0.375])
     soft, hard = steps["labels"]["progress-soft"], steps["labels"]["progress-hard"]
     assert np.allclose(soft * 4, np.round(soft * 4)) and set(hard.tolist()) <= {-1.0, 0.0, 1.0}
+    options = split_options({"credit_options": {"continuations": 4}}, "progress-hard")[0]
+    context = CreditContext(ENV, half_note_policy, None, types.SimpleNamespace(credit_options=options))
+    arm = CREDIT_ARMS["progress-hard"].compute(context, trajectory, None, jax.random.key(0)).advantage
+    np.testing.assert_array_equal(np.asarray(arm)[0, :5], hard)  # the arm's label, the same continuations
     means = ranking_measures(steps)["mean_label"]
     by_hand = {"Δ on-policy": (-5 / 64, 44 / 192, -32 / 64), "Δ uniform": (5 / 128, 80 / 192, -22 / 64),
                "Δ null": (0.0, 88 / 192, -24 / 64), "progress-model": (0.0, 0.625 / 3, 0.25)}
