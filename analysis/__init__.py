@@ -1,5 +1,5 @@
-"""jaxcredit.analysis: label reliability audits, action classes, paired comparisons, CA-ID cards,
-plots and reports. Reads run directories (plain JSON) and checkpoints; never imports the trainer."""
+"""jaxcredit.analysis: label reliability audits, action classes, paired comparisons, the ranking
+study, CA-ID cards, plots and reports. Reads run directories (plain JSON) and checkpoints; never imports the trainer."""
 
 from jaxcredit.analysis.audit import (
     AUDIT_MODES,
@@ -38,9 +38,12 @@ from jaxcredit.analysis.families import evaluation_families, family_comparisons,
 from jaxcredit.analysis.final_context import final_context_markdown, final_context_summary
 from jaxcredit.analysis.findings import findings_lines, not_shown_lines
 from jaxcredit.analysis.gates import gate_status, read_gates
+from jaxcredit.analysis.label_measures import label_measures
 from jaxcredit.analysis.page import write_results_page
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
 from jaxcredit.analysis.predictor import predictor_accuracy_markdown, predictor_sections
+from jaxcredit.analysis.ranking import RANK_CLASSES, collect_steps, rank_trajectory, ranking_measures, run_ranking
+from jaxcredit.analysis.ranking_report import plot_ranking, ranking_markdown
 from jaxcredit.analysis.report import audit_markdown_summary, markdown_links, write_audit, write_report
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, seed_measures, sweep_cells
 
@@ -54,6 +57,14 @@ __all__ = [
     "not_shown_lines",
     "predictor_accuracy_markdown",
     "predictor_sections",
+    "RANK_CLASSES",
+    "collect_steps",
+    "label_measures",
+    "plot_ranking",
+    "rank_trajectory",
+    "ranking_markdown",
+    "ranking_measures",
+    "run_ranking",
     "ABSOLUTE_TOLERANCE",
     "AUDIT_MODES",
     "CAIDCard",

@@ -99,6 +99,10 @@ class MadSelectiveCopy(Environment):
         """`note 0` when the environment has decorative actions, else None."""
         return 2 * self.length + 1 if self.decorative_actions else None
 
+    def decorative_action_mask(self) -> np.ndarray:
+        """bool `[A]`: True on the `decorative_actions` notes (`note k`), False elsewhere."""
+        return np.arange(self.num_actions) > self.submit_action
+
     # ----- problems -----
     def sample_problem(self, key: jax.Array) -> jax.Array:
         """int32 `[length]` tape: a uniform number of useful cells in `[min_useful, max_useful]`

@@ -504,8 +504,78 @@ def _add_snr_command(commands) -> None:
     snr.set_defaults(handler=_cmd_snr)
 
 
+def _rank_policy_paths(spec: str) -> tuple[str, list[str]]:
+    """`NAME=DIR` or `DIR` -> `(name, checkpoint directories)`: DIR a policy checkpoint, or a run
+    directory (a sweep cell) whose `policies/seed-k` are all taken, in seed order."""
+    name, sep, path = spec.partition("=")
+    if not sep or not name or os.sep in name:
+        name, path = spec.rstrip(os.sep), spec
+    if not name:
+        raise CommandError(f"--policy {spec!r}: give NAME=DIR or DIR")
+    if os.path.exists(os.path.join(path, "_CHECKPOINT_METADATA")):
+        return name, [path]
+    policies = os.path.join(path, "policies")
+    seeds = sorted((entry for entry in os.listdir(policies) if entry.startswith("seed-")
+                    and entry[5:].isdigit()), key=lambda entry: int(entry[5:])) if os.path.isdir(policies) else []
+    if not seeds:
+        raise CommandError(f"--policy {spec!r}: {path} is neither a policy checkpoint nor a run directory with "
+                           "policies/seed-k")
+    return name, [os.path.join(policies, seed) for seed in seeds]
+
+
+def _cmd_rank(args) -> None:
+    from jaxcredit.analysis.ranking import run_ranking
+    from jaxcredit.analysis.ranking_report import plot_ranking, ranking_markdown
+    from jaxcredit.checkpoint import load_policy_checkpoint
+    from jaxcredit.envs import make
+
+    if args.out:
+        check_writable_dir(args.out)  # before the work, not after it
+    policies = {}
+    for spec in args.policy:
+        name, paths = _rank_policy_paths(spec)
+        if name in policies:
+            raise CommandError(f"--policy: the name {name!r} is given twice")
+        policies[name] = [load_policy_checkpoint(path, make=make) for path in paths]
+    result = run_ranking(policies, seed=args.seed, episodes=args.episodes, continuations=args.continuations,
+                         fit_steps=args.fit_steps, progress=not args.no_progress)
+    markdown = ranking_markdown(result)
+    if args.out:
+        from jaxcredit.rundir_io import make_dirs, write_json_atomic, write_text_atomic
+
+        make_dirs(args.out)
+        write_json_atomic(os.path.join(args.out, "ranking.json"), result)
+        write_text_atomic(os.path.join(args.out, "ranking.md"), markdown)
+        plot_ranking(result, os.path.join(args.out, "ranking.png"))
+    if args.json:
+        _print_json(result)
+    else:
+        print(markdown)
+        if args.out:
+            print(f"wrote {args.out}/ranking.json, ranking.md and ranking.png")
+
+
+def _add_rank_command(commands) -> None:
+    rank = commands.add_parser("rank", help="ranking study: progress labels (soft, hard, learned) against exact "
+                                            "counterfactual credit under each replacement, per action class")
+    rank.add_argument("--policy", action="append", required=True, metavar="[NAME=]DIR",
+                      help="a policy checkpoint, or a run directory (sweep cell: all its policies/seed-k, pooled); "
+                           "repeatable, e.g. outcome=SWEEP/attempts/outcome")
+    rank.add_argument("--episodes", type=_integer(1), default=256, help="episodes per checkpoint (default 256)")
+    rank.add_argument("--continuations", type=_integer(1), default=8,
+                      help="N, continuations per state of the soft and hard labels (default 8)")
+    rank.add_argument("--fit-steps", type=_integer(0), default=200,
+                      help="Adam steps fitting the learned label's value head (default 200)")
+    rank.add_argument("--seed", type=_integer(), default=0, help="seed of episodes and continuations")
+    rank.add_argument("--out", help="write ranking.json, ranking.md and ranking.png here")
+    rank.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rank.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    rank.set_defaults(handler=_cmd_rank)
+
+
 def _add_analysis_commands(commands, *, regimes) -> None:
     _add_snr_command(commands)
+    _add_rank_command(commands)
     audit = commands.add_parser("audit", help="label reliability audit of a policy's Monte Carlo action credit; "
                                               "`audit transcripts FILE --out DIR`: audit an LM agent's transcripts")
     audit.add_argument("what", nargs="?", choices=["transcripts"], help="transcripts: audit FILE (JSONL transcripts)")

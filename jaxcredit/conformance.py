@@ -4,8 +4,9 @@
 illegal and out-of-range actions -- under `jax.jit(jax.vmap(env.step))`, and checks dtypes and
 shapes, single-vs-batched agreement, the shared rules (absorbing end, refusal, turn limit),
 step-by-step equality with a plain-Python reference, the positions round trip, that the
-jitted step is traced once, and that a declared null action changes nothing but the turn. It
-raises `AssertionError` naming the first broken rule.
+jitted step is traced once, and that a declared null action and every decorative action
+(`decorative_action_mask`) change nothing but the turn. It raises `AssertionError` naming the
+first broken rule.
 
 A reference is any object with `reset(problem)` and `step(action)` (both returning itself)
 and attributes `observation`, `legal_action_mask`, `reward`, `terminated`, `truncated`,
@@ -195,6 +196,25 @@ def check_no_retrace(env: Environment, initial: State, actions: np.ndarray) -> N
     chex.clear_trace_counter()
 
 
+def _check_changes_nothing(env: Environment, states: State, action: int, what: str) -> None:
+    """`action` is legal in every visited live state and stepping it changes nothing but the turn:
+    same problem and env state (so same position), reward 0, not refused, never terminating."""
+    flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), states)
+    live = ~np.asarray(flat.terminated | flat.truncated)
+    if not np.asarray(flat.legal_action_mask)[live, action].all():
+        raise AssertionError(f"{env.name}: {what} is not legal in every live state")
+    after = jax.jit(jax.vmap(env.step))(flat, jnp.full(live.shape, action, jnp.int32))
+    if np.asarray(after.rejected)[live].any() or np.asarray(after.terminated)[live].any():
+        raise AssertionError(f"{env.name}: {what} was refused or ended an episode")
+    if (np.asarray(after.reward)[live] != 0).any():
+        raise AssertionError(f"{env.name}: {what} earned a reward")
+    for name in ("problem", "env_state"):
+        leaves = zip(jax.tree_util.tree_leaves(getattr(flat, name)), jax.tree_util.tree_leaves(getattr(after, name)))
+        for x, y in leaves:
+            if not (np.asarray(x)[live] == np.asarray(y)[live]).all():
+                raise AssertionError(f"{env.name}: {what} changed the {name}")
+
+
 def check_null_action(env: Environment, states: State) -> None:
     """A declared null action (`env.null_action`) is an action id, legal in every visited live state,
     and stepping it changes nothing but the turn: same problem and env state (so same position),
@@ -204,20 +224,18 @@ def check_null_action(env: Environment, states: State) -> None:
         return
     if isinstance(null, bool) or not isinstance(null, int) or not 0 <= null < env.num_actions:
         raise AssertionError(f"{env.name}: null_action must be an action id in [0, {env.num_actions}), got {null!r}")
-    flat = jax.tree_util.tree_map(lambda x: x.reshape((-1,) + x.shape[2:]), states)
-    live = ~np.asarray(flat.terminated | flat.truncated)
-    if not np.asarray(flat.legal_action_mask)[live, null].all():
-        raise AssertionError(f"{env.name}: the null action is not legal in every live state")
-    after = jax.jit(jax.vmap(env.step))(flat, jnp.full(live.shape, null, jnp.int32))
-    if np.asarray(after.rejected)[live].any() or np.asarray(after.terminated)[live].any():
-        raise AssertionError(f"{env.name}: the null action was refused or ended an episode")
-    if (np.asarray(after.reward)[live] != 0).any():
-        raise AssertionError(f"{env.name}: the null action earned a reward")
-    for name in ("problem", "env_state"):
-        leaves = zip(jax.tree_util.tree_leaves(getattr(flat, name)), jax.tree_util.tree_leaves(getattr(after, name)))
-        for x, y in leaves:
-            if not (np.asarray(x)[live] == np.asarray(y)[live]).all():
-                raise AssertionError(f"{env.name}: the null action changed the {name}")
+    _check_changes_nothing(env, states, null, "the null action")
+
+
+def check_decorative_actions(env: Environment, states: State) -> None:
+    """`env.decorative_action_mask()` is bool `[A]`, and each action it marks changes nothing but the
+    turn in every visited live state (as `check_null_action` checks the null action)."""
+    mask = np.asarray(env.decorative_action_mask())
+    if mask.dtype != bool or mask.shape != (env.num_actions,):
+        raise AssertionError(f"{env.name}: decorative_action_mask() must be bool [{env.num_actions}], "
+                             f"got {mask.dtype} {mask.shape}")
+    for action in np.flatnonzero(mask).tolist():
+        _check_changes_nothing(env, states, action, f"decorative action {action} ({env.action_name(action)})")
 
 
 def check_environment(env: Environment, *, reference=None, seed: int = 0, num_episodes: int = 256,
@@ -236,5 +254,6 @@ def check_environment(env: Environment, *, reference=None, seed: int = 0, num_ep
     check_positions(env, initial, states)
     check_no_retrace(env, initial, actions)
     check_null_action(env, states)
+    check_decorative_actions(env, states)
     if reference is not None:
         check_against_reference(env, reference, initial, states, actions)

@@ -410,10 +410,28 @@ def branch_state_progress(
     """
     if kind not in PROGRESS_KINDS:
         raise ValueError(f"unknown progress kind {kind!r}; choices: {', '.join(PROGRESS_KINDS)}")
+    progress, counts = branch_state_progress_kinds(env, policy_fn, params, trajectory, key,
+                                                   num_continuations=num_continuations, kinds=(kind,),
+                                                   chunk_size=chunk_size, sharding=sharding)
+    return progress[kind], counts
+
+
+def branch_state_progress_kinds(
+    env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
+    num_continuations: int, kinds: tuple[str, ...] = PROGRESS_KINDS, chunk_size: int = 512, sharding: Any = None,
+) -> tuple[dict, Counts]:
+    """`{kind: Φ float32 [B, T+1]}` for every kind of `kinds`, all from ONE set of continuations
+    (`branch_state_progress` gives one kind; with the same `key` its `Φ` equals this one's).
+    Consumes `key`. Returns `(progress, counts)`, the counts those of the one set."""
+    for kind in kinds:
+        if kind not in PROGRESS_KINDS:
+            raise ValueError(f"unknown progress kind {kind!r}; choices: {', '.join(PROGRESS_KINDS)}")
     result = _branch_every_state(env, policy_fn, params, trajectory, key, num_continuations=num_continuations,
                                  chunk_size=chunk_size, sharding=sharding)
-    progress = result.mean if kind == "soft" else jnp.where(result.valid, result.returns.max(axis=-1), 0.0)
-    return progress.reshape(trajectory.live.shape[0], -1), result.counts
+    batch = trajectory.live.shape[0]
+    progress = {"soft": lambda: result.mean,
+                "hard": lambda: jnp.where(result.valid, result.returns.max(axis=-1), 0.0)}
+    return {kind: progress[kind]().reshape(batch, -1) for kind in kinds}, result.counts
 
 
 def progress_advantage(trajectory: Trajectory, *, progress: jax.Array) -> jax.Array:

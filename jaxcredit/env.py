@@ -172,6 +172,13 @@ class Environment(abc.ABC):
         names = tuple(dict.fromkeys(words))
         return names, np.array([names.index(w) for w in words], np.int32)
 
+    def decorative_action_mask(self) -> np.ndarray:
+        """Host: bool `[A]`, the actions that are decorative by construction: legal in every live
+        position, they change nothing but the turn (MAD's `note k`). The ranking study
+        (`jaxcredit.analysis.ranking`) puts the steps that took one in the decorative class.
+        Default: none (all False)."""
+        return np.zeros(self.num_actions, bool)
+
     @property
     def null_action(self) -> int | None:
         """The id of the environment's null action, or None (the default) when it has none.

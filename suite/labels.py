@@ -27,10 +27,10 @@ import dataclasses
 
 import jax
 import numpy as np
-from scipy import stats
 
 from jaxcredit.analysis.classes import CLASSES, NOT_LIVE, classify_actions
 from jaxcredit.analysis.exact import exact_credit, exact_step_values
+from jaxcredit.analysis.label_measures import label_measures  # the measures live in analysis
 from jaxcredit.credit_arms import credit_arm
 from jaxcredit.policy_fn import uniform_policy_fn
 from jaxcredit.rollout import rollout
@@ -48,31 +48,6 @@ def _class_groups(classes: np.ndarray) -> dict:
         "decorative": classes == CLASSES.index("decorative"),
         "harmful": (classes == CLASSES.index("harmful")) | (classes == CLASSES.index("harmful-but-recovered")),
     }
-
-
-def label_measures(label: np.ndarray, exact: np.ndarray, tolerance_mask: np.ndarray) -> dict:
-    """The measures of one arm's labels on a set of steps.
-
-    `label`, `exact`: float `[n]` (the arm's credit and `Δ` on the chosen steps); `tolerance_mask`:
-    bool `[n]`, the steps whose exact label is not decorative (where a sign means something).
-    Returns `steps`, `sign_agreement` (None without a non-decorative step), `rank_correlation`
-    (None when either side is constant), `normalised_error` (None when `Δ` is 0 everywhere).
-    """
-    label = np.asarray(label, np.float64)
-    exact = np.asarray(exact, np.float64)
-    signed = np.asarray(tolerance_mask, bool)
-    out = {"steps": int(label.size), "sign_agreement": None, "rank_correlation": None, "normalised_error": None}
-    if signed.any():
-        agree = np.where(label[signed] == 0, 0.5, (np.sign(label[signed]) == np.sign(exact[signed])).astype(float))
-        out["sign_agreement"] = float(agree.mean())
-    if label.size > 1 and np.ptp(label) > 0 and np.ptp(exact) > 0:
-        out["rank_correlation"] = float(stats.spearmanr(label, exact).statistic)
-    exact_norm = float(np.dot(exact, exact))
-    if exact_norm > 0:
-        label_norm = float(np.dot(label, label))
-        cosine = float(np.dot(label, exact)) / np.sqrt(label_norm * exact_norm) if label_norm > 0 else 0.0
-        out["normalised_error"] = float(1.0 - max(0.0, cosine) ** 2)
-    return out
 
 
 @dataclasses.dataclass(frozen=True)
