@@ -74,6 +74,7 @@ from jaxcredit.rundir_io import (
     regime_meaning,
     write_json_atomic,
 )
+from jaxcredit.stats import paired_t
 from jaxcredit.timing import read_timing
 
 READING_START, READING_END = "<!-- reading -->", "<!-- /reading -->"
@@ -208,6 +209,30 @@ def cell_behaviour(rows: list) -> dict:
     keys += [k for k in ("episode_length", "success_sampled") if last and k in last[0]]
     means = {key: float(np.mean([float(r[key]) for r in last])) for key in keys}
     return {"seeds": len(last), **means} if means else {}
+
+
+def behaviour_comparisons(pairs: list, rows: dict) -> dict:
+    """Per regime, per compared pair (`"arm vs reference"`), the paired difference arm − reference
+    of every `cell_behaviour` key both cells record (episode length, each action rate, sampled
+    success) at each seed's last evaluation, seeds paired by index: `{regime: {pair: {key:
+    jaxcredit.stats.paired_t(...)}}}`. `rows`: `{"regime/cell": metrics rows}`; pairs whose cells
+    are not both in `rows` (or have no common seed) are left out."""
+    out: dict = {}
+    for pair in pairs:
+        if pair.reference_cell is None:
+            continue
+        arm_rows, ref_rows = rows.get("/".join(pair.arm_cell)), rows.get("/".join(pair.reference_cell))
+        if not arm_rows or not ref_rows:
+            continue
+        arm_last, ref_last = _last_rows(arm_rows), _last_rows(ref_rows)
+        seeds = sorted(set(arm_last) & set(ref_last))
+        keys = [k for k in cell_behaviour(arm_rows) if k != "seeds" and seeds and k in ref_last[seeds[0]]]
+        if not keys:
+            continue
+        out.setdefault(pair.regime, {})[f"{pair.arm} vs {pair.reference}"] = {
+            key: paired_t([float(arm_last[s][key]) for s in seeds], [float(ref_last[s][key]) for s in seeds])
+            for key in keys}
+    return out
 
 
 def cell_spend(rows: list, accounts: list, *, policy_eval_flops: int | None = None) -> dict:
@@ -356,6 +381,35 @@ def tuning_lines(tune: dict, tuning: dict) -> list:
     return lines + [""]
 
 
+def _signed_interval(result: dict, spec: str) -> str:
+    mean = format(result["mean_diff"], "+" + spec)
+    if result["low"] is None:
+        return f"{mean} (n = 1)"
+    return f"{mean} [{format(result['low'], '+' + spec)}, {format(result['high'], '+' + spec)}]"
+
+
+def _behaviour_difference_lines(differences: dict) -> list:
+    """Per regime, the paired differences of `behaviour_comparisons` (nothing when there are none)."""
+    if not differences:
+        return []
+    lines = ["### Paired differences in how they act", "",
+             "Arm − reference per seed at the last evaluation (seeds paired as in the tables above), mean with its "
+             "95% paired Student-t interval: episode length in turns, each action type's share of live steps, "
+             "sampled success.", ""]
+    for regime, pairs in differences.items():
+        keys = list(dict.fromkeys(k for d in pairs.values() for k in d))
+        header = [k.split("/", 1)[1] if k.startswith("action_rate/") else k.replace("_", " ") for k in keys]
+        lines += [f"#### Regime: {regime}", "", "| arm vs reference | n | " + " | ".join(header) + " |",
+                  "| --- | --- |" + " --- |" * len(keys)]
+        for name, d in pairs.items():
+            n = next(iter(d.values()))["num_seeds"]
+            values = [_signed_interval(d[k], ".2f" if k == "episode_length" else ".3f") if k in d else "n/a"
+                      for k in keys]
+            lines.append(f"| {name} | {n} | " + " | ".join(values) + " |")
+        lines.append("")
+    return lines
+
+
 def _behaviour_lines(behaviour: dict) -> list:
     """Per regime, a table of `cell_behaviour` per cell (nothing when no cell has action rates)."""
     if not any(b for cells in behaviour.values() for b in cells.values()):
@@ -493,6 +547,8 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
             lines += curve_plots(files, runs, prefix=f"{regime}-", title=f"{regime} regime", link_prefix=link)
     lines += _spend_lines(spend, accounts)
     lines += _behaviour_lines(behaviour)
+    differences = behaviour_comparisons(pairs, rows) if compared else {}
+    lines += _behaviour_difference_lines(differences)
     audit_lines, audits = _audit_lines(path, files, link, run_dir_text, sweep_paths or _sweep_paths(path))
     lines += audit_lines
     cards = cards_for_sweep(spec, path)
@@ -509,6 +565,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
         "not_finished": missing, "comparison": comparison, "audits": audits,
         **({"tuning": tuning} if tuning is not None else {}),
         **({"families": families} if families else {}),
+        **({"behaviour_differences": differences} if differences else {}),
         **({"gate": {"status": gate_status(spec, gates), "records": sorted(gates)}} if gate_block else {})})
     return "\n".join(lines).rstrip("\n") + "\n"
 

@@ -114,11 +114,26 @@ def test_page_numbers_match_the_run_directory(regenerated):
     assert abs(sum(rates.values()) - 1) < 1e-5
     assert (f"| mc | {len(mc)} | {rates['select']:.3f} | {rates['submit']:.3f} | {rates['unselect']:.3f} | "
             f"{length:.2f} | {_mean(r['success_sampled'] for r in mc):.3f} |") in page
+    # their paired differences: mc − outcome per seed at the last evaluation, mean and t interval by hand
+    import numpy as np
+    from scipy import stats
+    outcome = _last(_rows("attempts/outcome"))
+    diffs = [r["episode_length"] - outcome[s]["episode_length"] for s, r in sorted(_last(_rows("attempts/mc")).items())]
+    half = stats.t.ppf(0.975, len(diffs) - 1) * np.std(diffs, ddof=1) / np.sqrt(len(diffs))
+    difference = summary_of(regenerated)["behaviour_differences"]["attempts"]["mc vs outcome"]["episode_length"]
+    assert abs(difference["mean_diff"] - np.mean(diffs)) < 1e-9
+    assert abs(difference["high"] - np.mean(diffs) - half) < 1e-9
+    assert (f"| mc vs outcome | {len(diffs)} | " in page and
+            f"{np.mean(diffs):+.2f} [{np.mean(diffs) - half:+.2f}, {np.mean(diffs) + half:+.2f}] |" in page)
     # the cards read each arm's full config from its runs: defaults the spec does not set are shown as run
     clip = json.loads((DATA / "tiny-sweep/attempts/mc/config.json").read_text())["max_grad_norm"]
     assert page.count(f"gradient norm clip {clip}") == 2 and "gradient norm clip None" not in page
     summary = json.loads((regenerated / "tiny-sweep-page/tiny-sweep/summary.json").read_text())
     assert summary["cells"]["attempts/mc"]["measures"]["final_success"] == [r["success_greedy"] for r in mc]
+
+
+def summary_of(regenerated: Path) -> dict:
+    return json.loads((regenerated / "tiny-sweep-page/tiny-sweep/summary.json").read_text())
 
 
 def _all_files(path: Path, suffixes=None) -> dict:
