@@ -145,8 +145,8 @@ def _play(env: Environment, states: State, choose, xs, num_turns: int,
         if policy_fn is None:
             observation = state.observation
         else:
-            observation, steps = policy_inputs(env, policy_fn, state)
-            input_steps = input_steps + jnp.sum(steps, dtype=jnp.int32)
+            observation, state_input_steps = policy_inputs(env, policy_fn, state)
+            input_steps = input_steps + jnp.sum(state_input_steps, dtype=jnp.int32)
         action, log_prob = choose(state, observation, x)
         live = ~state.done
         next_state = batch_step(state, action)
@@ -336,8 +336,8 @@ def branch_returns(
         def body(carry):
             t, state, ret, steps, evals, input_steps = carry
             live = ~state.done
-            observation, steps = policy_inputs(env, policy_fn, state)
-            input_steps = input_steps + jnp.sum(steps, dtype=jnp.int32)
+            observation, state_input_steps = policy_inputs(env, policy_fn, state)
+            input_steps = input_steps + jnp.sum(state_input_steps, dtype=jnp.int32)
             action, _ = _sample(policy_fn, params, state, jax.random.fold_in(chunk_key, t), chunk_size=live_chunk,
                                 observation=observation)
             state = batch_step(state, action)
