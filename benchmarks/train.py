@@ -17,11 +17,12 @@ iteration's is its continuations' forward passes `label_policy_evals * f` (f and
 and forward + backward FLOPs per observation). A bound in seconds is FLOPs / R; the target is an
 iteration within 1.5x of its bound and passes at >= 0.50 of R.
 
-Policy input: the outcome and solver (optimal μ) iterations with `policy_input=tokens` and
-`afterstate` on default MAD and default arithmetic (C = 4, A = 53), timed in the same interleaved
-run: seconds per iteration, the afterstate environment steps one iteration spends (the ledger's
-`afterstate_env_steps`) and the ratio of afterstate to token time (`--quick`: tiny MAD only,
-and the outcome arm only).
+Policy input: the outcome and solver (optimal μ) iterations with `policy_input=tokens`,
+`afterstate` and `afterstate` with `afterstate_lookahead=1` (`lookahead`) on default MAD and
+default arithmetic (C = 4, A = 53), timed in the same interleaved run: seconds per iteration, the
+afterstate environment steps one iteration spends (the ledger's `afterstate_env_steps`) and the
+ratios of afterstate and lookahead to token time (`--quick`: tiny MAD only, and the outcome arm
+only).
 
 `episodes_per_iteration` scaling: the outcome iteration's time at 16 to 1,024 episodes per
 iteration (problems per iteration x 4 attempts), one compile each. `--quick` runs tiny iterations
@@ -44,7 +45,8 @@ from jaxcredit.train import config_from_dict, make_train
 ARMS = {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 4}}
 INPUT_ENVS = {"mad": {"env": "mad"}, "arithmetic": {"env": "arithmetic"}}
 INPUT_CREDITS = {"outcome": {"credit": "outcome"}, "solver": {"credit": "solver", "credit_options.policy": "optimal"}}
-POLICY_INPUTS = ("tokens", "afterstate")
+POLICY_INPUTS = {"tokens": {"policy_input": "tokens"}, "afterstate": {"policy_input": "afterstate"},
+                 "lookahead": {"policy_input": "afterstate", "afterstate_lookahead": 1}}
 SCALING_PROBLEMS = (4, 16, 64, 256)  # x 4 attempts: 16 .. 1,024 episodes per iteration
 TARGET_FRACTION = 0.50
 TARGET_BOUND_RATIO = 1.5
@@ -67,7 +69,7 @@ def _trainer(fields: dict, quick: bool):
 
 def _input_trainer(env_fields: dict, credit_fields: dict, policy_input: str, quick: bool):
     """The trainer of one (environment, arm, policy input) cell of the policy-input table."""
-    extra = {"num_seeds": 1, "eval_problems": 16, "policy_input": policy_input}
+    extra = {"num_seeds": 1, "eval_problems": 16, **POLICY_INPUTS[policy_input]}
     if quick:
         tiny = ({"env_overrides": {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 5},
                  "holdout_fraction": 0.0} if env_fields["env"] == "mad"
@@ -184,14 +186,16 @@ def run(args) -> dict:
                  [f"matmul {n}x{n} float32", "", format_rate(matmul_rate), "1", ""]])
     input_rows, input_ratios = [], {}
     for env_name, credit in dict.fromkeys((e, c) for e, c, _ in input_cells):
-        tokens, afterstate = (f"{env_name}:{credit}:{policy_input}" for policy_input in POLICY_INPUTS)
+        tokens, afterstate, lookahead = (f"{env_name}:{credit}:{policy_input}" for policy_input in POLICY_INPUTS)
         input_ratios[f"train:{env_name}:{credit}:afterstate_vs_tokens"] = seconds[afterstate] / seconds[tokens]
-        input_rows.append([env_name, credit, f"{seconds[tokens] * 1e3:.1f} ms", f"{seconds[afterstate] * 1e3:.1f} ms",
-                           f"{seconds[afterstate] / seconds[tokens]:.2f}x", spent[tokens].main_env_steps,
-                           spent[afterstate].afterstate_env_steps])
-    print_table("policy input: one iteration with tokens vs afterstate",
-                ["env", "arm", "tokens", "afterstate", "afterstate/tokens", "main env steps",
-                 "afterstate env steps"], input_rows)
+        input_ratios[f"train:{env_name}:{credit}:lookahead_vs_tokens"] = seconds[lookahead] / seconds[tokens]
+        cells = (tokens, afterstate, lookahead)
+        input_rows.append([env_name, credit, *(f"{seconds[cell] * 1e3:.1f} ms" for cell in cells),
+                           *(f"{seconds[cell] / seconds[tokens]:.2f}x" for cell in cells[1:]),
+                           spent[tokens].main_env_steps, *(spent[cell].afterstate_env_steps for cell in cells[1:])])
+    print_table("policy input: one iteration with tokens, afterstate and afterstate + lookahead",
+                ["env", "arm", "tokens", "afterstate", "lookahead", "afterstate/tokens", "lookahead/tokens",
+                 "main env steps", "afterstate env steps", "lookahead env steps"], input_rows)
     print_table("outcome iteration vs episodes per iteration", ["episodes", "time/iteration", "time/episode"],
                 [[r["episodes"], f"{r['seconds'] * 1e3:.1f} ms", f"{r['seconds_per_episode'] * 1e3:.2f} ms"]
                  for r in scale])

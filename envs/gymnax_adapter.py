@@ -39,8 +39,18 @@ the same streams, ~30x slower on MAD and 300-700x on arithmetic at batch 4,096).
 environment keeps its own static configuration (turn limit included); `max_steps_in_episode` in
 the params equals `env.max_turns` (read by evaluation helpers) and does not change the dynamics.
 
+Afterstate observations. `observation="afterstate"` (`make_gymnax(..., observation="afterstate")`)
+makes the observation what an afterstate policy reads (`jaxcredit.afterstate`): int32 `[A * W]`,
+the encoding of the state every action leads to, computed with the environment's own `step` (an
+illegal action's row is 0; `afterstate_lookahead=1` appends each afterstate's successor summary,
+`W = L + 5`), equal to `afterstate_observations(env, states)` of the same state. Only the
+`tokens` encoding applies (the default there; the encodings hold ids for the agent's own
+embedding). Those steps are environment work the agent does not see: `info["afterstate_env_steps"]`
+int32 `[]` is what the returned observation cost (one step per legal action, plus with lookahead
+one per legal successor of each), for a trainer that counts environment steps as the ledger does.
+
 This is the only module that imports gymnax (the optional extra `jaxcredit[gymnax]`).
-Shape letters: A actions, L observation length, V vocabulary size, P pool size.
+Shape letters: A actions, L observation length, V vocabulary size, P pool size, W afterstate tokens.
 """
 
 from __future__ import annotations
@@ -55,10 +65,12 @@ from flax import struct
 from gymnax.environments import environment as gymnax_environment
 from gymnax.environments import spaces
 
+from jaxcredit.afterstate import afterstate_inputs, afterstate_vocab_size, afterstate_width, check_afterstate_lookahead
 from jaxcredit.env import Environment, State
 from jaxcredit.envs.encodings import check_encoding, encode, encoded_spec
 
 DEFAULT_RESET_POOL = 65_536
+OBSERVATIONS = ("state", "afterstate")  # what the adapter observes: the state, or every action's afterstate
 _POOL_CHUNK = 4_096  # the pool is drawn in chunks of this many problems (bounded memory)
 
 
@@ -119,15 +131,27 @@ class GymnaxAdapter(gymnax_environment.Environment):
     """
 
     env: Environment
-    encoding: str = "one_hot"
+    encoding: str | None = None  # None: "one_hot" for the state, "tokens" for afterstates
     action_mask_in_observation: bool = False
     five_value_step: bool = False
     reset_pool: int = DEFAULT_RESET_POOL
+    observation: str = "state"
+    afterstate_lookahead: int = 0
 
     def __post_init__(self):
         if not isinstance(self.env, Environment):
             raise ValueError(f"GymnaxAdapter needs a jaxcredit Environment, got {type(self.env).__name__}")
+        if not isinstance(self.observation, str) or self.observation not in OBSERVATIONS:
+            raise ValueError(f"GymnaxAdapter.observation: unknown value {self.observation!r}; "
+                             f"choices: {', '.join(OBSERVATIONS)}")
+        policy_input = "afterstate" if self.observation == "afterstate" else "tokens"
+        check_afterstate_lookahead("GymnaxAdapter.afterstate_lookahead", self.afterstate_lookahead, policy_input)
+        if self.encoding is None:
+            object.__setattr__(self, "encoding", "tokens" if self.observation == "afterstate" else "one_hot")
         check_encoding(self.encoding)
+        if self.observation == "afterstate" and self.encoding != "tokens":
+            raise ValueError(f"GymnaxAdapter: observation 'afterstate' is int32 tokens [A * W] (encoding 'tokens'), "
+                             f"got encoding {self.encoding!r}")
         for flag in ("action_mask_in_observation", "five_value_step"):
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"GymnaxAdapter.{flag} must be True or False, got {getattr(self, flag)!r}")
@@ -163,7 +187,13 @@ class GymnaxAdapter(gymnax_environment.Environment):
 
     def observation_space(self, params: Any = None) -> spaces.Box | spaces.Dict:
         """The encoded observation's `Box`; with the mask, `Dict(observation, action_mask)`."""
-        shape, dtype, low, high = encoded_spec(self.env, self.encoding)
+        if self.observation == "afterstate":
+            env, lookahead = self.env, self.afterstate_lookahead
+            width = afterstate_width(env.observation_length, lookahead)
+            vocab = afterstate_vocab_size(env.vocab_size, num_actions=env.num_actions, lookahead=lookahead)
+            shape, dtype, low, high = (env.num_actions * width,), jnp.int32, 0, vocab - 1
+        else:
+            shape, dtype, low, high = encoded_spec(self.env, self.encoding)
         box = spaces.Box(low, high, shape, dtype)
         if not self.action_mask_in_observation:
             return box
@@ -178,10 +208,20 @@ class GymnaxAdapter(gymnax_environment.Environment):
 
     def observe(self, state: State) -> Any:
         """The adapter's observation of a jaxcredit `State` (encoded, with the mask if asked)."""
-        observation = encode(self.env, state.observation, self.encoding)
+        return self._observe_and_cost(state)[0]
+
+    def _observe_and_cost(self, state: State) -> tuple[Any, jax.Array]:
+        """`(observation, afterstate_env_steps int32 [])`: `observe(state)` and the environment steps
+        computing it cost (0 for the state's own observation)."""
+        if self.observation == "afterstate":
+            one = jax.tree_util.tree_map(lambda x: x[None], state)
+            observation, steps = afterstate_inputs(self.env, one, lookahead=self.afterstate_lookahead)
+            observation, steps = observation[0], steps[0]
+        else:
+            observation, steps = encode(self.env, state.observation, self.encoding), jnp.zeros((), jnp.int32)
         if self.action_mask_in_observation:
-            return {"observation": observation, "action_mask": state.legal_action_mask}
-        return observation
+            return {"observation": observation, "action_mask": state.legal_action_mask}, steps
+        return observation, steps
 
     # ----- dynamics -----
     def reset_env(self, key: jax.Array, params: Any = None) -> tuple[Any, GymnaxState]:
@@ -223,6 +263,7 @@ class GymnaxAdapter(gymnax_environment.Environment):
             problem = jax.tree_util.tree_map(lambda leaf: leaf[index], pool)
             stepped, next_state = self.env.step_or_restart(state.state, action, problem)
         terminated, truncated = stepped.terminated, stepped.truncated
+        observation, observation_steps = self._observe_and_cost(next_state)
         info = {
             "final_observation": self.observe(stepped),
             "terminated": terminated,
@@ -231,7 +272,8 @@ class GymnaxAdapter(gymnax_environment.Environment):
             "legal_action_mask": next_state.legal_action_mask,
             "discount": jnp.where(terminated, 0.0, 1.0).astype(jnp.float32),
         }
-        observation = self.observe(next_state)
+        if self.observation == "afterstate":
+            info["afterstate_env_steps"] = observation_steps
         gymnax_state = GymnaxState(state=next_state, time=next_state.turn)
         if self.five_value_step:
             return observation, gymnax_state, stepped.reward, terminated | truncated, info
@@ -251,17 +293,19 @@ def _draw_pool(env: Environment, key: jax.Array, size: int) -> Any:
     return jax.lax.map(env.sample_problem, keys, batch_size=min(size, _POOL_CHUNK))
 
 
-def make_gymnax(name: str, *, encoding: str = "one_hot", action_mask_in_observation: bool = False,
-                five_value_step: bool = False, reset_pool: int = DEFAULT_RESET_POOL,
-                **overrides) -> tuple[GymnaxAdapter, GymnaxParams]:
+def make_gymnax(name: str, *, encoding: str | None = None, action_mask_in_observation: bool = False,
+                five_value_step: bool = False, reset_pool: int = DEFAULT_RESET_POOL, observation: str = "state",
+                afterstate_lookahead: int = 0, **overrides) -> tuple[GymnaxAdapter, GymnaxParams]:
     """`(adapter, params)` for the jaxcredit environment `name` (`"MAD-v0"`, `"mad"`, ...), like
     `gymnax.make`. `overrides` configure the environment (`make(name, **overrides)`); the other
-    keywords configure the adapter (see `GymnaxAdapter`). Raises `ValueError` for an unknown
-    environment, field, encoding or a bad pool size.
+    keywords configure the adapter (see `GymnaxAdapter`; `observation="afterstate"` observes every
+    action's afterstate, int32 `[A * W]`). Raises `ValueError` for an unknown environment, field,
+    encoding, observation, lookahead or a bad pool size.
     """
     from jaxcredit.envs.registry import make
 
     adapter = GymnaxAdapter(make(name, **overrides), encoding=encoding,
                             action_mask_in_observation=action_mask_in_observation,
-                            five_value_step=five_value_step, reset_pool=reset_pool)
+                            five_value_step=five_value_step, reset_pool=reset_pool, observation=observation,
+                            afterstate_lookahead=afterstate_lookahead)
     return adapter, adapter.default_params

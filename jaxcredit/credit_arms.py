@@ -50,7 +50,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxcredit import solver
-from jaxcredit.afterstate import input_env_steps, policy_observations
+from jaxcredit.afterstate import policy_inputs, policy_observations
 from jaxcredit.arm_registry import (
     CREDIT_ARMS,
     ArmOptions,
@@ -522,9 +522,9 @@ def critic_labels(context: CreditContext, trajectory: Trajectory, key: jax.Array
     states = jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[2:])[chosen], trajectory.states)
     result = branch_returns(context.env, context.policy_fn, context.params, states, branch_key,
                             num_continuations=o.continuations, sharding=context.sharding)
-    observation = policy_observations(context.env, context.policy_fn, states)  # what the value head reads
+    observation, input_steps = policy_inputs(context.env, context.policy_fn, states)  # what the value head reads
     counts = result.counts.replace(afterstate_env_steps=result.counts.afterstate_env_steps
-                                   + input_env_steps(context.policy_fn, states))
+                                   + jnp.sum(input_steps, dtype=jnp.int32))
     return (observation, states.legal_action_mask, result.mean, result.valid), counts
 
 

@@ -17,7 +17,8 @@ With `PolicyConfig(policy_input="afterstate")` the same network reads one afters
 (`jaxcredit.afterstate`, `W = L + 2` tokens over `V + 5` ids) and its action head has one
 output, the afterstate's score; the policy is `jaxcredit.policy_fn.AfterstatePolicy`, the
 softmax of the scores of every legal action's afterstate, and the value head of each afterstate
-gives the critic `V(s) = sum_a pi(a|s) v(s_a)`. Its parameters do not depend on `A`.
+gives the critic `V(s) = sum_a pi(a|s) v(s_a)`. Its parameters do not depend on `A`, except with
+`afterstate_lookahead=1` (`W = L + 5` tokens over `V + A + 10` ids: the successor count is a token).
 
 Shape letters: L observation length, A actions, D model width.
 """
@@ -33,7 +34,12 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from jaxcredit.afterstate import afterstate_vocab_size, afterstate_width, check_policy_input
+from jaxcredit.afterstate import (
+    afterstate_vocab_size,
+    afterstate_width,
+    check_afterstate_lookahead,
+    check_policy_input,
+)
 from jaxcredit.policy_fn import AfterstatePolicy, PolicyFn, action_probabilities, masked_logits
 from jaxcredit.validation import require_int
 
@@ -49,6 +55,9 @@ class PolicyConfig:
       mlp_dim: hidden width of each block's MLP.
       policy_input: what the network reads: `tokens` (the observation; one logit per action) or
         `afterstate` (every action's afterstate, one score each; `jaxcredit.afterstate`).
+      afterstate_lookahead: 0, or 1 (afterstate input only): each afterstate's encoding also
+        summarizes its legal successors (`jaxcredit.afterstate`), three more tokens and `A + 5`
+        more ids.
     """
 
     d_model: int = 64
@@ -56,9 +65,11 @@ class PolicyConfig:
     num_heads: int = 4
     mlp_dim: int = 256
     policy_input: str = "tokens"
+    afterstate_lookahead: int = 0
 
     def __post_init__(self):
         check_policy_input("policy.policy_input", self.policy_input)
+        check_afterstate_lookahead("policy.afterstate_lookahead", self.afterstate_lookahead, self.policy_input)
         require_int("policy.d_model", self.d_model, 1)
         require_int("policy.num_layers", self.num_layers, 1)
         require_int("policy.num_heads", self.num_heads, 1)
@@ -187,8 +198,10 @@ def _afterstate_policy(config: PolicyConfig, sizes: TaskSizes) -> PolicyFunction
     `policy_fn` is an `AfterstatePolicy` of its score; `value_fn(params, observation [..., A * W],
     legal [..., A])` is `sum_a pi(a|s) v(s_a)`, the policy-weighted value head of the afterstates.
     """
-    width = afterstate_width(sizes.observation_length)
-    network = PolicyNetwork(config, TaskSizes(afterstate_vocab_size(sizes.vocab_size), width, 1))
+    lookahead = config.afterstate_lookahead
+    width = afterstate_width(sizes.observation_length, lookahead)
+    vocab = afterstate_vocab_size(sizes.vocab_size, num_actions=sizes.num_actions, lookahead=lookahead)
+    network = PolicyNetwork(config, TaskSizes(vocab, width, 1))
 
     def init_fn(key: jax.Array) -> Any:
         return network.init(key, jnp.zeros((1, width), jnp.int32))
@@ -201,7 +214,7 @@ def _afterstate_policy(config: PolicyConfig, sizes: TaskSizes) -> PolicyFunction
         probs = action_probabilities(scores[..., 0], legal_action_mask)
         return jnp.sum(probs * values, axis=-1)
 
-    policy_fn = AfterstatePolicy(score_fn=jax.jit(score_fn), width=width)
+    policy_fn = AfterstatePolicy(score_fn=jax.jit(score_fn), width=width, lookahead=lookahead)
     return PolicyFunctions(init_fn=jax.jit(init_fn), policy_fn=policy_fn, value_fn=jax.jit(value_fn))
 
 

@@ -8,8 +8,9 @@ never by the policy itself, so the uniform policy and a network are interchangea
 What the policy reads is its input (`policy_input`). A plain `PolicyFn` reads the observation
 tokens of the state. An `AfterstatePolicy` reads afterstates instead: its `observation` argument
 is the encoding of the state each action leads to, int32 `[..., A * W]`
-(`jaxcredit.afterstate.afterstate_observations`), and it scores each of the `A` afterstates with
-one network. Consumers never build either input by hand: `jaxcredit.afterstate.policy_observations(env,
+(`jaxcredit.afterstate.afterstate_observations`; with its `lookahead`, each afterstate's legal
+successors summarized too), and it scores each of the `A` afterstates with one network.
+Consumers never build either input by hand: `jaxcredit.afterstate.policy_observations(env,
 policy_fn, states)` gives what `policy_fn` reads at `states`.
 """
 
@@ -64,6 +65,8 @@ class AfterstatePolicy:
       score_fn: `score_fn(params, afterstate int32 [..., W]) -> float32 [...]`, one score per
         afterstate encoding (`jaxcredit.afterstate.encode_afterstate`).
       width: W, the tokens of one afterstate encoding.
+      lookahead: 0, or 1 for encodings that summarize each afterstate's legal successors
+        (`jaxcredit.afterstate`; what `policy_observations` computes for this policy).
       logits_transform: None, or a function of `(logits [..., A], legal_action_mask [..., A])`
         applied last (e.g. the greedy policy of evaluation); a module-level function, so equal
         policies hash equal under `jax.jit`'s static arguments.
@@ -74,6 +77,7 @@ class AfterstatePolicy:
 
     score_fn: Callable[[Any, jax.Array], jax.Array]
     width: int
+    lookahead: int = 0
     logits_transform: Callable[[jax.Array, jax.Array], jax.Array] | None = None
 
     policy_input = "afterstate"
@@ -89,3 +93,8 @@ class AfterstatePolicy:
 def policy_input_of(policy_fn: PolicyFn) -> str:
     """`"afterstate"` for an `AfterstatePolicy`, `"tokens"` for any other `PolicyFn`."""
     return getattr(policy_fn, "policy_input", "tokens")
+
+
+def afterstate_lookahead_of(policy_fn: PolicyFn) -> int:
+    """The steps an `AfterstatePolicy` looks ahead past each afterstate (0 or 1); 0 for any other `PolicyFn`."""
+    return int(getattr(policy_fn, "lookahead", 0)) if policy_input_of(policy_fn) == "afterstate" else 0

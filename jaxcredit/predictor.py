@@ -68,7 +68,7 @@ def visited_states(env: Environment, policy_fn: PolicyFn, params: Any, problems:
     step = jnp.clip(step, 0, jnp.maximum(num_live - 1, 0))
     rows = jnp.arange(num_live.shape[0])
     states = jax.tree_util.tree_map(lambda x: x[rows, step], trajectory.states)
-    input_steps = jnp.where(trajectory.live, input_steps_per_state(policy_fn, trajectory.legal_action_mask), 0)
+    input_steps = jnp.where(trajectory.live, input_steps_per_state(env, policy_fn, trajectory.states), 0)
     return states, Counts(num_live, num_live, (~starts.done).astype(jnp.int32),
                           afterstate_env_steps=input_steps.sum(axis=1, dtype=jnp.int32))
 

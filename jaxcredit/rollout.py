@@ -6,8 +6,9 @@ the states themselves so any step can be branched from. `branch_returns` runs `K
 continuations from each of a batch of states (optionally forcing every legal first action) in
 one jitted call, chunked with `lax.map` so thousands of continuations per state fit in memory.
 Both return a `jaxcredit.ledger.Counts` of the live work they did. What the policy reads at a
-state is `jaxcredit.afterstate.policy_observations`: the observation tokens, or for an afterstate
-policy every action's afterstate (whose environment steps `Counts.afterstate_env_steps` counts).
+state is `jaxcredit.afterstate.policy_inputs`: the observation tokens, or for an afterstate
+policy every action's afterstate, with lookahead their successors summarized (whose environment
+steps `Counts.afterstate_env_steps` counts).
 
 Shape letters: B episodes, T turns (recorded steps), N branched states, K continuations,
 A actions, L observation length, C continuations per chunk.
@@ -23,7 +24,7 @@ import jax.numpy as jnp
 from flax import struct
 from jax.sharding import NamedSharding
 
-from jaxcredit.afterstate import input_env_steps, policy_observations
+from jaxcredit.afterstate import policy_inputs
 from jaxcredit.env import Environment, State
 from jaxcredit.ledger import Counts
 from jaxcredit.policy_fn import PolicyFn, log_probabilities, masked_logits
@@ -141,12 +142,14 @@ def _play(env: Environment, states: State, choose, xs, num_turns: int,
 
     def one_turn(carry, x):
         state, input_steps = carry
-        observation = state.observation if policy_fn is None else policy_observations(env, policy_fn, state)
+        if policy_fn is None:
+            observation = state.observation
+        else:
+            observation, state_input_steps = policy_inputs(env, policy_fn, state)
+            input_steps = input_steps + jnp.sum(state_input_steps, dtype=jnp.int32)
         action, log_prob = choose(state, observation, x)
         live = ~state.done
         next_state = batch_step(state, action)
-        if policy_fn is not None:
-            input_steps = input_steps + input_env_steps(policy_fn, state)
         record = dict(
             observation=observation, legal_action_mask=state.legal_action_mask,
             action=action, log_prob=jnp.where(live, log_prob, 0.0), reward=next_state.reward,
@@ -333,8 +336,8 @@ def branch_returns(
         def body(carry):
             t, state, ret, steps, evals, input_steps = carry
             live = ~state.done
-            observation = policy_observations(env, policy_fn, state)
-            input_steps = input_steps + input_env_steps(policy_fn, state)
+            observation, state_input_steps = policy_inputs(env, policy_fn, state)
+            input_steps = input_steps + jnp.sum(state_input_steps, dtype=jnp.int32)
             action, _ = _sample(policy_fn, params, state, jax.random.fold_in(chunk_key, t), chunk_size=live_chunk,
                                 observation=observation)
             state = batch_step(state, action)

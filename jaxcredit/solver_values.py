@@ -21,7 +21,11 @@ stepping again: the afterstate of a legal non-terminating action `a` at position
 turns left is position `next_position[s, a]` with `t - 1` turns left, encoded with the reward's
 sign; a terminating one is its outcome tokens alone (`jaxcredit.afterstate`). The network scores
 each distinct encoding among those the reached positions lead to, once (about as many as a token
-network's distinct rows, plus the three terminal encodings), and the logits are gathered.
+network's distinct rows, plus the three terminal encodings), and the logits are gathered. With
+lookahead (`AfterstatePolicy.lookahead`), the summary of an afterstate's successors is the graph's
+row of its next position (its legal moves, which end, with which reward sign), and none on the last
+turn (the afterstate is truncated); where the observation hides the clock, the probabilities then
+take three rows (one turn left, two or more, and none).
 
 Shape letters: S positions, A actions, L observation length, T turns (value arrays have T + 1
 rows, one per number of turns left), N rows (positions, or positions x turns).
@@ -36,9 +40,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcredit.afterstate import encode_afterstate, reward_sign
+from jaxcredit.afterstate import (
+    afterstate_vocab_size,
+    encode_afterstate,
+    encode_lookahead,
+    lookahead_summary,
+    reward_sign,
+)
 from jaxcredit.env import Environment
-from jaxcredit.policy_fn import PolicyFn, action_probabilities, masked_logits, policy_input_of
+from jaxcredit.policy_fn import PolicyFn, action_probabilities, afterstate_lookahead_of, masked_logits, policy_input_of
 from jaxcredit.solver import (
     DEFAULT_TEMPERATURE,
     DEFAULT_TIE_BREAK_DISCOUNT,
@@ -173,13 +183,25 @@ def _distinct_scores(score_fn, params: Any, rows: jax.Array, keep: jax.Array, gr
     return jnp.where(keep, out[group], 0.0), count
 
 
+def _lookahead_table(env: Environment, graphs: Graph, turns: int) -> jax.Array:
+    """int32 `[P, turns, S, 3]`: the lookahead summary tokens of every position as an afterstate, per
+    table row of turns left (row 0: no turn left, the afterstate is truncated and has no successor;
+    any later row: the position's legal moves, read from the graph)."""
+    count, win, other = lookahead_summary(graphs.legal, graphs.terminal, graphs.reward)  # [P, S]
+    live = (jnp.arange(turns) > 0)[None, :, None]
+    zeros = jnp.zeros((), jnp.int32)
+    return encode_lookahead(jnp.where(live, count[:, None], zeros), live & win[:, None], live & other[:, None],
+                            vocab_size=env.vocab_size, num_actions=env.num_actions)
+
+
 def _afterstate_probs_batch(env: Environment, problems: Any, graphs: Graph, policy_fn, params: Any, *,
                             horizon: int, starts: jax.Array | None, chunk_size: int) -> tuple[jax.Array, jax.Array]:
     """`network_policy_probs_batch` for an `AfterstatePolicy`: the scores of the afterstates that the
     reached positions' legal actions lead to, each distinct encoding scored once, gathered into
-    logits; `policy_evals` counts the encodings scored (the three terminal ones included)."""
+    logits; `policy_evals` counts the encodings scored (the three terminal ones included). With the
+    policy's lookahead, each next position's summary is read from the graph's row of it."""
     num_problems, num_positions, num_actions = graphs.legal.shape
-    vocab = env.vocab_size
+    vocab, lookahead = env.vocab_size, afterstate_lookahead_of(policy_fn)
     rows = jax.vmap(lambda p, g, s: _network_rows(env, p, g, horizon=horizon, start=s)[:3],
                     in_axes=(0, 0, None if starts is None else 0))(problems, graphs, starts)
     observation, legal, keep = rows  # [P, R, ...], R = turns * S
@@ -187,6 +209,11 @@ def _afterstate_probs_batch(env: Environment, problems: Any, graphs: Graph, poli
     observation = observation.reshape(num_problems, turns, num_positions, -1)
     keep = keep.reshape(num_problems, turns, num_positions)
     legal = legal.reshape(num_problems, turns, num_positions, num_actions)
+    if lookahead and turns == 1:
+        # The observation hides the clock, but the summary shows the last turn (its afterstates are
+        # truncated, with no successor): rows of 0, 1 and 2 or more turns left.
+        turns = min(horizon + 1, 3)
+        observation, keep, legal = (jnp.repeat(x, turns, axis=1) for x in (observation, keep, legal))
     # Row j (j turns left) leads to positions with j - 1 turns left: table row j - 1 (row 0 when the
     # observation does not show the turns, so there is one row).
     afterstate_row = jnp.maximum(jnp.arange(turns, dtype=jnp.int32) - 1, 0)
@@ -201,14 +228,21 @@ def _afterstate_probs_batch(env: Environment, problems: Any, graphs: Graph, poli
 
     needed = jax.vmap(needed_of)(edge_keep, target)  # [P, turns, 3 S]
     encoded = encode_afterstate(jnp.repeat(observation, 3, axis=2), jnp.zeros((), bool),
-                                jnp.tile(signs, num_positions), vocab_size=vocab)  # [P, turns, 3 S, W]
+                                jnp.tile(signs, num_positions), vocab_size=vocab)  # [P, turns, 3 S, L + 2]
+    terminal_rows = encode_afterstate(jnp.zeros((3, observation.shape[-1]), jnp.int32), jnp.ones((3,), bool), signs,
+                                      vocab_size=vocab)
+    if lookahead:
+        summary = jnp.repeat(_lookahead_table(env, graphs, turns), 3, axis=2)  # [P, turns, 3 S, 3]
+        encoded = jnp.concatenate([encoded, summary], axis=-1)
+        no_successor = encode_lookahead(jnp.zeros((3,), jnp.int32), jnp.zeros((3,), bool), jnp.zeros((3,), bool),
+                                        vocab_size=vocab, num_actions=num_actions)
+        terminal_rows = jnp.concatenate([terminal_rows, no_successor], axis=-1)
     width = encoded.shape[-1]
     problem_index = jnp.broadcast_to(jnp.arange(num_problems, dtype=jnp.int32)[:, None, None], needed.shape)
-    live_scores, evals = _distinct_scores(policy_fn.score_fn, params, encoded.reshape(-1, width), needed.reshape(-1),
-                                          problem_index.reshape(-1, 1), vocab_size=vocab + 5, chunk_size=chunk_size)
+    live_scores, evals = _distinct_scores(
+        policy_fn.score_fn, params, encoded.reshape(-1, width), needed.reshape(-1), problem_index.reshape(-1, 1),
+        vocab_size=afterstate_vocab_size(vocab, num_actions=num_actions, lookahead=lookahead), chunk_size=chunk_size)
     live_scores = live_scores.reshape(num_problems, turns, num_positions * 3)
-    terminal_rows = encode_afterstate(jnp.zeros((3, width - 2), jnp.int32), jnp.ones((3,), bool), signs,
-                                      vocab_size=vocab)
     terminal_scores = policy_fn.score_fn(params, terminal_rows)  # [3]
     gathered = jax.vmap(lambda scores, t: scores[:, t])(live_scores, target)  # [P, turns, S, A]
     scores = jnp.where(graphs.terminal[:, None], terminal_scores[reward_sign(graphs.reward)][:, None],
@@ -218,6 +252,8 @@ def _afterstate_probs_batch(env: Environment, problems: Any, graphs: Graph, poli
         logits = policy_fn.logits_transform(logits, legal)
     probs = jnp.where(keep[..., None], action_probabilities(logits, legal), 0.0)
     evals = evals + 3 * jnp.any(graphs.terminal & graphs.legal).astype(jnp.int32)
+    if 1 < turns < horizon + 1:  # rows of 0, 1, and 2 or more turns left
+        probs = probs[:, jnp.minimum(jnp.arange(horizon + 1), turns - 1)]
     return jnp.broadcast_to(probs, (num_problems, horizon + 1, num_positions, num_actions)), evals
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxcredit.afterstate import POLICY_INPUTS
+from jaxcredit.afterstate import POLICY_INPUTS, check_afterstate_lookahead
 from jaxcredit.arm_registry import (
     CREDIT_ARMS,
     OPTIONS_FIELD,
@@ -69,6 +69,9 @@ class TrainConfig:
         observation; one logit per action slot) or `afterstate` (the state every legal action
         leads to, computed with the environment's `step` and scored one by one; its steps are
         counted in the ledger's `afterstate_env_steps`, part of `total_env_steps`).
+      afterstate_lookahead: 0, or 1 with `policy_input="afterstate"`: each afterstate's encoding also
+        summarizes its legal successors (one more environment step per legal successor, in the same
+        `afterstate_env_steps`); an upper bound, since it does part of the search in code.
       budget_counter: the ledger counter the budget is counted in: `main_episodes`, `total_env_steps` or
         `total_policy_evals` (policy forward passes over every account; the matched regime's
         `match_on: policy_evals`).
@@ -105,6 +108,7 @@ class TrainConfig:
     num_heads: int = 4
     mlp_dim: int = 256
     policy_input: str = "tokens"
+    afterstate_lookahead: int = 0
     budget_counter: str = "main_episodes"
     budget: int = 20_000
     num_evals: int = 10
@@ -136,6 +140,7 @@ class TrainConfig:
         choice("budget_counter", BUDGET_COUNTERS)
         choice("loss_normalisation", LOSS_NORMALISATIONS)
         choice("policy_input", POLICY_INPUTS)
+        check_afterstate_lookahead("config.afterstate_lookahead", self.afterstate_lookahead, self.policy_input)
         for field in ("problems_per_iteration", "attempts_per_problem", "ppo_epochs", "d_model", "num_layers",
                       "num_heads", "mlp_dim", "num_evals", "eval_problems", "validation_problems", "num_seeds",
                       "shard_devices"):

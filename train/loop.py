@@ -388,7 +388,8 @@ def make_train(config: TrainConfig) -> Trainer:
     env = make(config.env, **config.env_kwargs)
     policy_config = PolicyConfig(d_model=config.d_model, num_layers=config.num_layers,
                                  num_heads=config.num_heads, mlp_dim=config.mlp_dim,
-                                 policy_input=config.policy_input)
+                                 policy_input=config.policy_input,
+                                 afterstate_lookahead=config.afterstate_lookahead)
     arm = credit_arm(config.credit)
     if arm.enumerates and env.num_positions * env.num_actions > MAX_ENUMERATED:
         raise ValueError(f"credit {config.credit!r} enumerates {env.num_positions} positions x {env.num_actions} "
