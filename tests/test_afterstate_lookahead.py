@@ -135,17 +135,15 @@ def test_solver_network_probabilities_equal_the_policy_on_stepped_lookahead(env_
     assert np.abs(stepped[0] - stepped[1]).max() > 1e-3  # the last turn reads differently: not a tautology
 
 
+# One arm per path that spends afterstate steps (tests/test_afterstate.py runs every arm with plain
+# afterstate input): main rollouts (outcome; anchor and exact add no stepped afterstates), branch
+# continuations (mc; the progress arms and the predictor's dataset branch the same way), critic
+# labels, and the solver's graph scoring.
 ARMS = {
     "outcome": {},
-    "anchor": {},
     "mc": {"continuations": 2},
-    "exact": {},
     "solver": {"policy": "optimal"},
     "critic": {"label_states": 8, "continuations": 2},
-    "predictor": {"states": 8, "steps": 2, "eval_states": 0},
-    "progress-soft": {"continuations": 2},
-    "progress-hard": {"continuations": 2},
-    "progress-model": {},
 }
 
 
