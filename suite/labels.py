@@ -18,6 +18,12 @@ The experiment's score is `1 − normalised error`, in [0, 1]. The same measures
 action class (load-bearing, decorative, harmful: harmful-but-recovered and harmful together),
 and each arm's label cost per ledger account (env steps, policy evaluations).
 
+An arm with a learned part (a value head: critic, progress-model) has it fitted first, through
+its `fit_for_labels` hook (`jaxcredit.value_fit.fit_value_head`): `fit_steps` updates, each on a
+fresh seeded batch of π's own episodes (the setting's batch size), as training would fit it, on
+a copy of π's parameters (π never changes). That work is charged to the arm: the fitting
+episodes under `main`, its own label work under its account.
+
 Shape letters: B episodes, T turns.
 """
 
@@ -31,7 +37,7 @@ from scipy import stats
 
 from jaxcredit.analysis.classes import CLASSES, NOT_LIVE, classify_actions
 from jaxcredit.analysis.exact import exact_credit, exact_step_values
-from jaxcredit.credit_arms import credit_arm
+from jaxcredit.credit_arms import LabelFit, credit_arm
 from jaxcredit.policy_fn import uniform_policy_fn
 from jaxcredit.rollout import rollout
 from jaxcredit.train.config import config_from_dict
@@ -39,6 +45,7 @@ from jaxcredit.train.loop import make_train
 
 LABEL_CLASSES = ("load-bearing", "decorative", "harmful")  # harmful: both harmful classes of CLASSES
 POLICIES = ("uniform", "trained")
+FIT_STEPS = 64  # updates of a learned head on the fixed policy's own episodes before it labels
 
 
 def _class_groups(classes: np.ndarray) -> dict:
@@ -82,6 +89,9 @@ class LabelSetting:
     `config` holds `TrainConfig` fields shared by every arm (env, env_overrides, batch, network
     size); `policy` is `uniform` or `trained` (the network after `train_episodes` main attempts of
     `train_credit` training from `seed`: the same policy on every run on one machine).
+    `fit_steps`: the updates an arm with a learned head (its `fit_for_labels` hook) fits it on π's
+    own fresh episodes, one batch of the config's size each, before labelling (0: label with the
+    head as π's parameters hold it).
     """
 
     config: dict
@@ -89,10 +99,21 @@ class LabelSetting:
     seed: int = 0
     train_credit: str = "outcome"
     train_episodes: int = 512
+    fit_steps: int = FIT_STEPS
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"label setting: unknown policy {self.policy!r}; choices: {', '.join(POLICIES)}")
+        if not isinstance(self.fit_steps, int) or self.fit_steps < 0:
+            raise ValueError(f"label setting: fit_steps must be an integer >= 0, got {self.fit_steps!r}")
+
+
+def _add_charges(charge: dict, more: dict) -> dict:
+    """`{account: Counts}` of both charges, summed per account."""
+    out = dict(charge)
+    for account, counts in more.items():
+        out[account] = counts if account not in out else out[account] + counts
+    return out
 
 
 def _fixed_policy(setting: LabelSetting, trainer):
@@ -144,11 +165,20 @@ def label_quality(setting: LabelSetting, arms: dict) -> dict:
                 c, k, t.draw_problem, h))(jax.random.key(setting.seed + 3), heldout)
             context = context._replace(prepared=preparation.state)
             charge = dict(preparation.charge)
-        result = jax.jit(lambda p, tr, pr, k, c=context, a=arm: a.compute(c._replace(params=p), tr, pr, k))(
-            params, trajectory, problems, label_key)
+        value_params = None
+        if arm.fit_for_labels is not None and setting.fit_steps:  # a learned head: fitted on π's own episodes
+            fit = jax.jit(lambda k, c=context, t=arm_trainer, a=arm: a.fit_for_labels(
+                c, k, t.draw_episodes, steps=setting.fit_steps))(jax.random.key(setting.seed + 4))
+            value_params = fit.value_params
+            charge = _add_charges(charge, fit.charge)
+
+        def labels(p, tr, pr, k, fitted, c=context, a=arm):
+            c = c._replace(params=p)
+            return a.compute(c if fitted is None else LabelFit(fitted, {}).labelling_context(c), tr, pr, k)
+
+        result = jax.jit(labels)(params, trajectory, problems, label_key, value_params)
         label = np.asarray(result.advantage, np.float64)
-        for account, counts in result.charge.items():
-            charge[account] = counts if account not in charge else charge[account] + counts
+        charge = _add_charges(charge, result.charge)
         cost = {account: {"env_steps": int(c.env_steps), "policy_evals": int(c.policy_evals)}
                 for account, c in sorted(charge.items())}
         overall = label_measures(label[live], exact[live], signed[live])
@@ -159,4 +189,4 @@ def label_quality(setting: LabelSetting, arms: dict) -> dict:
     return out
 
 
-__all__ = ["LABEL_CLASSES", "POLICIES", "LabelSetting", "label_measures", "label_quality"]
+__all__ = ["FIT_STEPS", "LABEL_CLASSES", "POLICIES", "LabelSetting", "label_measures", "label_quality"]
