@@ -184,12 +184,6 @@ class CreditArm:
         validation_problems) -> Preparation` (`validation_problems`: the run's held-out
         validation set, leaves `[V, ...]`, or None).
       options: the arm's `ArmOptions` subclass; `options()` are its defaults.
-      fit_for_labels: optional, for an arm with a learned part that training fits as it goes (a
-        value head): `fit_for_labels(context, key, draw_episodes, *, steps) -> LabelFit`, that part
-        fitted on the fixed policy `context.params`'s own fresh episodes (`draw_episodes(key) ->
-        (problems [P], starts [B])`) for `steps` updates, before its labels are measured without
-        training (the suite's label quality); `jaxcredit.value_fit.fit_value_head` fits the
-        value head of an arm whose `compute` returns a critic batch.
       check: optional `check(options, config)`, raising `ValueError` for a config the arm cannot
         train with (checked with the config, before anything runs).
       check_environment: optional `check_environment(options, env)`, the same once the
@@ -200,6 +194,12 @@ class CreditArm:
       prepared_record: optional `prepared_record(options, summary, counters) -> dict`, the JSON of
         `prepared_file` from the prepared state's `summary` (numpy `[N]` per key) and each seed's
         ledger counters (a list of dicts).
+      fit_for_labels: optional, for an arm with a learned part that training fits as it goes (a
+        value head): `fit_for_labels(context, key, draw_episodes, *, steps) -> LabelFit`, that part
+        fitted on the fixed policy `context.params`'s own fresh episodes (`draw_episodes(key) ->
+        (problems [P], starts [B])`) for `steps` updates, before its labels are measured without
+        training (the suite's label quality); `jaxcredit.value_fit.fit_value_head` fits the
+        value head of an arm whose `compute` returns a critic batch.
     """
 
     name: str
@@ -209,12 +209,12 @@ class CreditArm:
     compute: Callable[[CreditContext, Any, Any, jax.Array], CreditResult]
     prepare: Callable[..., Preparation] | None = None
     options: type = NoOptions
-    fit_for_labels: Callable[..., LabelFit] | None = None
     check: Callable[[Any, Any], None] | None = None
     check_environment: Callable[[Any, Any], None] | None = None
     card: Callable[[Any, dict], CardText] | None = None
     prepared_file: str | None = None
     prepared_record: Callable[..., dict] | None = None
+    fit_for_labels: Callable[..., LabelFit] | None = None
 
     @property
     def option_names(self) -> tuple[str, ...]:
