@@ -116,77 +116,90 @@ def _add_charges(charge: dict, more: dict) -> dict:
     return out
 
 
-def _fixed_policy(setting: LabelSetting, trainer):
-    """`(policy_fn, params)`: the setting's fixed policy π, from the trainer of the `outcome` arm."""
-    state = trainer.init(setting.seed)
-    if setting.policy == "uniform":
-        return uniform_policy_fn, state.params
-    limits = trainer.limits(setting.train_episodes)
-    state = jax.jit(trainer.run_until)(state, *limits)
-    return trainer.policy_fn, state.params
+def make_labeller(setting: LabelSetting, arms: dict):
+    """`labeller(seed) -> dict`: `label_quality` of `setting` at any seed (`setting.seed` is not
+    read), its functions compiled once and shared by every seed (only arrays change with the seed).
+
+    `arms`: arm name -> `TrainConfig` fields of that arm (its `credit` and options).
+    """
+    base = config_from_dict({**setting.config, "credit": "outcome", "num_seeds": 1,
+                             "budget_counter": "main_episodes"})
+    trainer = make_train(base)
+    env = trainer.env
+    policy_fn = uniform_policy_fn if setting.policy == "uniform" else trainer.policy_fn
+    train = jax.jit(trainer.run_until)
+    play = jax.jit(lambda p, s, k: rollout(env, policy_fn, p, s, k, num_turns=env.max_turns))
+    labelled = {}
+    for name, fields in arms.items():
+        # the arm's own config on the same environment and held-out sets (only credit fields differ)
+        arm_trainer = dataclasses.replace(trainer, config=config_from_dict({**setting.config, **fields,
+                                                                             "num_seeds": 1}))
+        arm = credit_arm(arm_trainer.config.credit)
+        context = arm_trainer._context(None)._replace(policy_fn=policy_fn)
+        prepare = fit = None
+        if arm.prepare is not None:  # one-time work on π's own states (predictor), charged to its account
+            prepare = jax.jit(lambda p, k, h, c=context, t=arm_trainer, a=arm: a.prepare(
+                c._replace(params=p), k, t.draw_problem, h))
+        if arm.fit_for_labels is not None and setting.fit_steps:  # a learned head: fitted on π's own episodes
+            fit = jax.jit(lambda p, prepared, k, c=context, t=arm_trainer, a=arm: a.fit_for_labels(
+                c._replace(params=p, prepared=prepared), k, t.draw_episodes, steps=setting.fit_steps))
+
+        def labels(p, prepared, fitted, trajectory, problems, k, c=context, a=arm):
+            c = c._replace(params=p, prepared=prepared)
+            return a.compute(c if fitted is None else LabelFit(fitted, {}).labelling_context(c), trajectory,
+                             problems, k)
+
+        labelled[name] = (arm_trainer, prepare, fit, jax.jit(labels))
+
+    def labeller(seed: int) -> dict:
+        state = trainer.init(seed)
+        params = state.params
+        if setting.policy == "trained":
+            params = train(state, *trainer.limits(setting.train_episodes)).params
+        problems, starts = trainer.sample_episodes(state)
+        trajectory, _ = play(params, starts, jax.random.key(seed + 1))
+        values = exact_step_values(env, trajectory, reference="policy", policy_fn=policy_fn, params=params)
+        exact = exact_credit(trajectory, values)
+        live = np.asarray(trajectory.live)
+        success = np.asarray(trajectory.episode_return) > 0
+        classes = classify_actions(exact, values["v"], live, success)
+        groups = _class_groups(classes)
+        signed = live & (classes != CLASSES.index("decorative")) & (classes != NOT_LIVE)
+        out = {"steps": int(live.sum()), "class_counts": {k: int(v.sum()) for k, v in groups.items()}, "arms": {}}
+        for name, (arm_trainer, prepare, fit, labels) in labelled.items():
+            charge, prepared, fitted = {}, None, None
+            if prepare is not None:  # the run's validation set: the arm picks its held-out problems
+                preparation = prepare(params, jax.random.key(seed + 3), arm_trainer.validation_set)
+                prepared, charge = preparation.state, dict(preparation.charge)
+            if fit is not None:
+                found = fit(params, prepared, jax.random.key(seed + 4))
+                fitted, charge = found.value_params, _add_charges(charge, found.charge)
+            result = labels(params, prepared, fitted, trajectory, problems, jax.random.key(seed + 2))
+            label = np.asarray(result.advantage, np.float64)
+            charge = _add_charges(charge, result.charge)
+            cost = {account: {"env_steps": int(c.env_steps), "policy_evals": int(c.policy_evals)}
+                    for account, c in sorted(charge.items())}
+            overall = label_measures(label[live], exact[live], signed[live])
+            per_class = {cls: label_measures(label[mask], exact[mask], signed[mask]) for cls, mask in groups.items()}
+            error = overall["normalised_error"]
+            out["arms"][name] = {"overall": overall, "classes": per_class, "cost": cost,
+                                 "score": 0.0 if error is None else 1.0 - error}
+        return out
+
+    return labeller
 
 
 def label_quality(setting: LabelSetting, arms: dict) -> dict:
-    """Host: every arm's label measures on one batch of trajectories of the setting's fixed policy.
+    """Host: every arm's label measures on one batch of trajectories of the setting's fixed policy
+    (`make_labeller(setting, arms)(setting.seed)`).
 
     `arms`: arm name -> `TrainConfig` fields of that arm (its `credit` and options). Returns
     `{"steps", "class_counts", "arms": {arm: {"overall": measures, "classes": {class: measures},
     "cost": {account: {"env_steps", "policy_evals"}}, "score"}}}`; `score` is `1 − normalised
     error` (0 when undefined).
     """
-    base = config_from_dict({**setting.config, "credit": "outcome", "seed": setting.seed, "num_seeds": 1,
-                             "budget_counter": "main_episodes"})
-    trainer = make_train(base)
-    policy_fn, params = _fixed_policy(setting, trainer)
-    state = trainer.init(setting.seed)
-    problems, starts = trainer.sample_episodes(state)
-    key = jax.random.key(setting.seed + 1)
-    trajectory, _ = jax.jit(lambda p, s, k: rollout(trainer.env, policy_fn, p, s, k, num_turns=trainer.env.max_turns)
-                            )(params, starts, key)
-    values = exact_step_values(trainer.env, trajectory, reference="policy", policy_fn=policy_fn, params=params)
-    exact = exact_credit(trajectory, values)
-    live = np.asarray(trajectory.live)
-    success = np.asarray(trajectory.episode_return) > 0
-    classes = classify_actions(exact, values["v"], live, success)
-    groups = _class_groups(classes)
-    signed = live & (classes != CLASSES.index("decorative")) & (classes != NOT_LIVE)
-    out = {"steps": int(live.sum()), "class_counts": {k: int(v.sum()) for k, v in groups.items()}, "arms": {}}
-    label_key = jax.random.key(setting.seed + 2)
-    for name, fields in arms.items():
-        # the arm's own config on the same environment and held-out sets (only credit fields differ)
-        arm_config = config_from_dict({**setting.config, **fields, "seed": setting.seed, "num_seeds": 1})
-        arm_trainer = dataclasses.replace(trainer, config=arm_config)
-        context = arm_trainer._context(params)._replace(policy_fn=policy_fn)
-        arm = credit_arm(arm_trainer.config.credit)
-        charge = {}
-        if arm.prepare is not None:  # one-time work on π's own states (predictor), charged to its account
-            heldout = arm_trainer.validation_set  # the run's validation set, the arm picks its held-out problems
-            preparation = jax.jit(lambda k, h, c=context, t=arm_trainer, a=arm: a.prepare(
-                c, k, t.draw_problem, h))(jax.random.key(setting.seed + 3), heldout)
-            context = context._replace(prepared=preparation.state)
-            charge = dict(preparation.charge)
-        value_params = None
-        if arm.fit_for_labels is not None and setting.fit_steps:  # a learned head: fitted on π's own episodes
-            fit = jax.jit(lambda k, c=context, t=arm_trainer, a=arm: a.fit_for_labels(
-                c, k, t.draw_episodes, steps=setting.fit_steps))(jax.random.key(setting.seed + 4))
-            value_params = fit.value_params
-            charge = _add_charges(charge, fit.charge)
-
-        def labels(p, tr, pr, k, fitted, c=context, a=arm):
-            c = c._replace(params=p)
-            return a.compute(c if fitted is None else LabelFit(fitted, {}).labelling_context(c), tr, pr, k)
-
-        result = jax.jit(labels)(params, trajectory, problems, label_key, value_params)
-        label = np.asarray(result.advantage, np.float64)
-        charge = _add_charges(charge, result.charge)
-        cost = {account: {"env_steps": int(c.env_steps), "policy_evals": int(c.policy_evals)}
-                for account, c in sorted(charge.items())}
-        overall = label_measures(label[live], exact[live], signed[live])
-        per_class = {cls: label_measures(label[mask], exact[mask], signed[mask]) for cls, mask in groups.items()}
-        error = overall["normalised_error"]
-        out["arms"][name] = {"overall": overall, "classes": per_class, "cost": cost,
-                             "score": 0.0 if error is None else 1.0 - error}
-    return out
+    return make_labeller(setting, arms)(setting.seed)
 
 
-__all__ = ["FIT_STEPS", "LABEL_CLASSES", "POLICIES", "LabelSetting", "label_measures", "label_quality"]
+__all__ = ["FIT_STEPS", "LABEL_CLASSES", "POLICIES", "LabelSetting", "label_measures", "label_quality",
+           "make_labeller"]

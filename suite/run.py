@@ -28,7 +28,7 @@ from jaxcredit.output_dirs import check_kind, write_kind
 from jaxcredit.plugins import load_plugins
 from jaxcredit.rundir_io import RunLock, check_writable_dir, make_dirs, read_json, write_json_atomic, write_text_atomic
 from jaxcredit.suite.experiments import BUILTIN_ARMS, gate_reason, get_suite
-from jaxcredit.suite.labels import FIT_STEPS, LABEL_CLASSES, LabelSetting, label_quality
+from jaxcredit.suite.labels import FIT_STEPS, LABEL_CLASSES, LabelSetting, make_labeller
 from jaxcredit.suite.learning import REGIME_TAGS, run_setting
 from jaxcredit.suite.scorecard import NOT_RUN, SCHEMA, aggregate, plot_label_cost, plot_scorecard, report_markdown
 from jaxcredit.timing import machine_record
@@ -58,20 +58,26 @@ def _label_experiment(experiment, arms: dict, out: str, *, progress: bool) -> di
     make_dirs(out)
     per_seed = []
     details: dict = {a: {} for a in arms}
+    labellers = {}  # (setting, policy) -> its labeller, compiled once for every seed
+
+    def labeller(i: int, policy: str):
+        if (i, policy) not in labellers:
+            config = {**experiment.config, "env_overrides": dict(experiment.settings[i])}
+            labellers[i, policy] = make_labeller(LabelSetting(
+                config, policy=policy, train_episodes=experiment.budgets["train_episodes"],
+                fit_steps=experiment.budgets.get("fit_steps", FIT_STEPS)), arms)
+        return labellers[i, policy]
+
     for seed in range(experiment.seeds):
         path = os.path.join(out, f"seed-{seed}.json")
         if os.path.exists(path):
             found = read_json(path, expect=dict)
         else:
             found = {}
-            for i, setting in enumerate(experiment.settings):
+            for i in range(len(experiment.settings)):
                 for policy in experiment.policies:
                     _say(progress, f"{experiment.name} seed {seed} {experiment.setting_name(i)} {policy} policy")
-                    config = {**experiment.config, "env_overrides": dict(setting)}
-                    found[f"{experiment.setting_name(i)}/{policy}"] = label_quality(
-                        LabelSetting(config, policy=policy, seed=seed,
-                                     train_episodes=experiment.budgets["train_episodes"],
-                                     fit_steps=experiment.budgets.get("fit_steps", FIT_STEPS)), arms)
+                    found[f"{experiment.setting_name(i)}/{policy}"] = labeller(i, policy)(seed)
             write_json_atomic(path, found)
         per_seed.append(found)
     scores = {a: [float(np.mean([cell["arms"][a]["score"] for cell in seed.values()])) for seed in per_seed]
