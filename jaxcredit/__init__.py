@@ -34,6 +34,7 @@ from jaxcredit.credit_arms import (
     CreditArm,
     CreditContext,
     CreditResult,
+    LabelFit,
     NoOptions,
     Preparation,
     credit_arm,
@@ -81,6 +82,7 @@ from jaxcredit.solver import (
 from jaxcredit.solver_batch import BatchSolution, solve_batch
 from jaxcredit.solver_values import REFERENCE_POLICIES, network_policy_probs, reference_values
 from jaxcredit.validation import parse_int, require_float, require_int
+from jaxcredit.value_fit import fit_value_head
 
 __all__ = [
     "ACCOUNTS",
@@ -101,6 +103,8 @@ __all__ = [
     "CreditContext",
     "CreditResult",
     "Preparation",
+    "LabelFit",
+    "fit_value_head",
     "PredictorData",
     "build_dataset",
     "fit_predictor",

@@ -70,6 +70,26 @@ class Preparation(NamedTuple):
     charge: dict
 
 
+class LabelFit(NamedTuple):
+    """An arm's learned value head fitted on a fixed policy's own episodes (its `fit_for_labels`).
+
+    Attributes:
+      value_params: the network parameters the value head is read from (a copy of the policy's,
+        fitted; the policy itself keeps its own parameters).
+      charge: `{account: Counts}`, what the fitting cost (its episodes under `main`, the arm's own
+        label work under its account).
+    """
+
+    value_params: Any
+    charge: dict
+
+    def labelling_context(self, context: CreditContext) -> CreditContext:
+        """`context` whose `value_fn` reads the fitted head (`value_params`) whatever parameters
+        it is given: the policy (`policy_fn`, `params`) is unchanged."""
+        value_fn, value_params = context.value_fn, self.value_params
+        return context._replace(value_fn=lambda _params, observation, legal: value_fn(value_params, observation, legal))
+
+
 class CreditResult(NamedTuple):
     """One arm's output for one iteration.
 
@@ -174,6 +194,12 @@ class CreditArm:
       prepared_record: optional `prepared_record(options, summary, counters) -> dict`, the JSON of
         `prepared_file` from the prepared state's `summary` (numpy `[N]` per key) and each seed's
         ledger counters (a list of dicts).
+      fit_for_labels: optional, for an arm with a learned part that training fits as it goes (a
+        value head): `fit_for_labels(context, key, draw_episodes, *, steps) -> LabelFit`, that part
+        fitted on the fixed policy `context.params`'s own fresh episodes (`draw_episodes(key) ->
+        (problems [P], starts [B])`) for `steps` updates, before its labels are measured without
+        training (the suite's label quality); `jaxcredit.value_fit.fit_value_head` fits the
+        value head of an arm whose `compute` returns a critic batch.
     """
 
     name: str
@@ -188,6 +214,7 @@ class CreditArm:
     card: Callable[[Any, dict], CardText] | None = None
     prepared_file: str | None = None
     prepared_record: Callable[..., dict] | None = None
+    fit_for_labels: Callable[..., LabelFit] | None = None
 
     @property
     def option_names(self) -> tuple[str, ...]:
@@ -216,7 +243,7 @@ def register_credit_arm(arm: CreditArm) -> CreditArm:
     if arm.account is not None and arm.account not in ACCOUNTS:
         raise ValueError(f"credit arm {arm.name!r}: account {arm.account!r} is not a ledger account; "
                          f"accounts: {', '.join(ACCOUNTS)} (or None)")
-    for hook in ("compute", "prepare", "check", "check_environment", "card", "prepared_record"):
+    for hook in ("compute", "prepare", "fit_for_labels", "check", "check_environment", "card", "prepared_record"):
         value = getattr(arm, hook)
         if (hook == "compute" or value is not None) and not callable(value):
             raise ValueError(f"credit arm {arm.name!r}: {hook} must be a function, got {value!r}")

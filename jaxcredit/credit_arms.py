@@ -30,6 +30,10 @@ iteration: `arm.prepare(context, key, draw_problem, validation_problems)` return
 `Preparation`, the arm's fixed state (kept in the trainer's state, checkpointed, passed back as
 `context.prepared`) and its charge, recorded once.
 
+The arms with a learned value head (`critic`, `progress-model`) have a `fit_for_labels` hook,
+`jaxcredit.value_fit.fit_value_head`: measured without training (the suite's label quality),
+their head is first fitted on the fixed policy's own episodes, as training would fit it.
+
 Hyper-parameters come from `context.options` (the arm's options, `config.credit_options`) and
 `context.config` (the run's shared fields: `attempts_per_problem`, `objective`, the network's
 sizes). The counterfactual arms (`exact`, `solver`, `mc`) have a `replacement` option, the
@@ -58,6 +62,7 @@ from jaxcredit.arm_registry import (
     CreditArm,
     CreditContext,
     CreditResult,
+    LabelFit,
     NoOptions,
     Preparation,
     credit_arm,
@@ -99,6 +104,7 @@ from jaxcredit.rollout import Trajectory, branch_returns
 from jaxcredit.solver import DEFAULT_TIE_BREAK_DISCOUNT, TIE_BREAKS
 from jaxcredit.solver_values import network_values_batch, reference_values
 from jaxcredit.validation import require_int
+from jaxcredit.value_fit import fit_value_head
 
 OUTCOME_BASELINES = ("grpo", "rloo", "mean")
 MC_VARIANTS = ("td", "q")
@@ -715,7 +721,7 @@ for _arm in (
     CreditArm("anchor", None, False, "GRPO plus a step advantage among same-position steps (GiGPO)", anchor_arm,
               options=AnchorOptions, card=_anchor_card),
     CreditArm("critic", "critic", False, "GAE over a learned value head trained on continuation labels",
-              critic_arm, options=CriticOptions, card=_critic_card),
+              critic_arm, options=CriticOptions, fit_for_labels=fit_value_head, card=_critic_card),
     CreditArm("predictor", "predictor", False,
               "action values from a frozen model fitted once, offline, on a fixed dataset of Monte Carlo labels",
               predictor_arm, prepare=predictor_prepare, options=PredictorOptions,
@@ -729,13 +735,14 @@ for _arm in (
               progress_hard_arm, options=ProgressHardOptions, card=_progress_card("hard")),
     CreditArm("progress-model", None, False,
               "progress Φ(h') - Φ(h), Φ a value head fitted on the policy's own episodes' outcomes (a learned PRM)",
-              progress_model_arm, options=ProgressModelOptions, card=_progress_model_card),
+              progress_model_arm, options=ProgressModelOptions, fit_for_labels=fit_value_head,
+              card=_progress_model_card),
 ):
     register_credit_arm(_arm)
 del _arm
 
 __all__ = ["CREDIT_ARMS", "MAX_ENUMERATED", "OBSERVED_STATE", "AnchorOptions", "ArmOptions", "CardText", "CreditArm",
-           "CreditContext", "CreditResult", "CriticOptions", "ExactOptions", "McOptions", "NoOptions",
+           "CreditContext", "CreditResult", "CriticOptions", "LabelFit", "ExactOptions", "McOptions", "NoOptions",
            "OutcomeOptions", "Preparation", "PredictorOptions", "ProgressHardOptions", "ProgressModelOptions",
            "ProgressSoftOptions", "SolverOptions", "check_replacement_option", "credit_arm", "credit_names",
            "label_free_credits", "option", "register_credit_arm"]

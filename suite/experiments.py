@@ -16,13 +16,30 @@ same experiments at their quick sizes (2 seeds, small budgets), what the docs ru
 from __future__ import annotations
 
 import dataclasses
+import os
+
+from jaxcredit.analysis.gates import NOT_RUN, PASSED, gate_status, study_rung
+from jaxcredit.rundir_io import read_json
+from jaxcredit.suite.labels import FIT_STEPS
 
 KINDS = ("labels", "learning")
 SCORE_TAGS = {"labels": ("label-quality",), "learning": ("equal-attempts", "equal-cost")}
 
 _TINY_MAD = {"length": 5, "num_tokens": 4, "min_useful": 1, "max_useful": 2, "max_turns": 8}
 _REPAIR_MAD = {"length": 5, "num_tokens": 4, "min_useful": 1, "max_useful": 2, "max_turns": 12}
+_LABEL_BUDGETS = {"train_episodes": 512, "fit_steps": FIT_STEPS}  # the trained policy; a learned head's fit
 _NETWORK = {"d_model": 32, "num_layers": 1, "num_heads": 2, "mlp_dim": 64}
+# Routine at a fixed number of decisions: H = 2 / density = 2, 8, 32 turns, one token layout (V = 32)
+_ROUTINE_DENSITIES = (1.0, 0.25, 0.0625)
+_ARITHMETIC = {"count": 3, "family": "default", "include_turns_left": True}  # the gate's rung `tokens-3`
+_GATE_NETWORK = {"d_model": 64, "num_layers": 2, "num_heads": 4, "mlp_dim": 256}  # the gate's network
+ARITHMETIC_GATES = "arithmetic-gates.json"  # `jaxcredit gate` records by rung, in GATE_RECORDS_DIR
+# the repository's published results; absent from an installed wheel, where gated experiments are not run
+GATE_RECORDS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "results")
+
+
+def _routine(density: float) -> dict:
+    return {"decisions": 2, "density": density, "cue": "index", "failure": "fatal", "vocab_horizon": 32}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,9 +55,14 @@ class Experiment:
       seeds: paired seeds per setting (learning: `num_seeds` of each sweep cell; labels: one
         trajectory batch, and one trained policy, per seed).
       budgets: learning: `{"attempts": main attempts, "fixed-steps": total env steps}`; labels:
-        `{"train_episodes": main attempts of the trained policy}`.
+        `{"train_episodes": main attempts of the trained policy, "fit_steps": updates of a learned
+        head on the fixed policy's own episodes before it labels}`.
       description: one line for the report.
       policies: labels: the fixed policies labelled (`uniform`, `trained`).
+      requires_gate: the file of learnability-gate records (`jaxcredit gate`, under
+        `docs/results/`) that must hold a passing gate of the experiment's own rung (problem size,
+        family, policy input) before it runs; until then the suite lists it as not run, with the
+        reason (`gate_reason`). None: no gate.
     """
 
     name: str
@@ -52,6 +74,7 @@ class Experiment:
     budgets: dict
     description: str = ""
     policies: tuple = ("uniform", "trained")
+    requires_gate: str | None = None
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -83,29 +106,39 @@ def _experiments(quick: bool) -> tuple:
     experiments = (
         Experiment("labels-mad", "labels", ("mad",), {"env": "mad", **labels},
                    ({**_TINY_MAD},) if quick else ({**_TINY_MAD}, {**_REPAIR_MAD}), seeds,
-                   {"train_episodes": 512}, "tiny MAD: labels on trajectories of the uniform and a trained policy"),
+                   _LABEL_BUDGETS, "tiny MAD: labels on trajectories of the uniform and a trained policy"),
         Experiment("learn-mad", "learning", ("mad",), {"env": "mad", **learning},
                    ({**_TINY_MAD},), seeds,
-                   {"attempts": 1_000 if quick else 3_000, "fixed-steps": 20_000 if quick else 80_000},
+                   {"attempts": 500 if quick else 3_000, "fixed-steps": 10_000 if quick else 80_000},
                    "tiny MAD (5 cells, 4 tokens, 1-2 useful, 8 turns)"),
         Experiment("labels-umbrella", "labels", ("umbrella",), {"env": "umbrella", **labels},
                    ({"chain_length": 5, "n_distractor": 2},) if quick else
                    ({"chain_length": 5, "n_distractor": 2}, {"chain_length": 10, "n_distractor": 8}), seeds,
-                   {"train_episodes": 512}, "bsuite's umbrella chain: only the first action matters"),
+                   _LABEL_BUDGETS, "bsuite's umbrella chain: only the first action matters"),
         Experiment("umbrella-length", "learning", ("umbrella", "horizon"), {"env": "umbrella", **learning},
                    ({"chain_length": 5, "n_distractor": 2},) if quick else
                    tuple({"chain_length": n, "n_distractor": 2} for n in (3, 10, 30)), seeds,
-                   {"attempts": 1_000 if quick else 3_000, "fixed-steps": 20_000 if quick else 150_000},
+                   {"attempts": 500 if quick else 3_000, "fixed-steps": 10_000 if quick else 150_000},
                    "umbrella chain at growing length (bsuite's umbrella_length, shortened)"),
         Experiment("umbrella-distract", "learning", ("umbrella", "distractors"), {"env": "umbrella", **learning},
                    ({"chain_length": 5, "n_distractor": 8},) if quick else
                    tuple({"chain_length": 10, "n_distractor": n} for n in (0, 4, 16)), seeds,
-                   {"attempts": 1_000 if quick else 3_000, "fixed-steps": 20_000 if quick else 80_000},
+                   {"attempts": 500 if quick else 3_000, "fixed-steps": 10_000 if quick else 80_000},
                    "umbrella chain with growing distractor observations (bsuite's umbrella_distract, shortened)"),
         Experiment("learn-mad-repairs", "learning", ("mad", "repairs"), {"env": "mad", **learning},
                    ({**_REPAIR_MAD},), seeds,
-                   {"attempts": 1_000 if quick else 3_000, "fixed-steps": 20_000 if quick else 80_000},
+                   {"attempts": 500 if quick else 3_000, "fixed-steps": 10_000 if quick else 80_000},
                    "tiny MAD with 12 turns: room to select a distractor and repair it"),
+        Experiment("learn-routine", "learning", ("routine", "horizon"),
+                   {"env": "routine", **learning, "holdout_fraction": 0.0},
+                   (_routine(0.25),) if quick else tuple(_routine(d) for d in _ROUTINE_DENSITIES), seeds,
+                   {"attempts": 500 if quick else 3_000, "fixed-steps": 10_000 if quick else 150_000},
+                   "Routine at D = 2 decisions (cue index, fatal) and a growing horizon H = D / density"),
+        Experiment("learn-arithmetic", "learning", ("arithmetic",), {"env": "arithmetic", **learning, **_GATE_NETWORK},
+                   (dict(_ARITHMETIC),), seeds,
+                   {"attempts": 500 if quick else 3_000, "fixed-steps": 50_000 if quick else 1_000_000},
+                   "arithmetic, 3 numbers, turns left shown: once a policy passes its learnability gate",
+                   requires_gate=ARITHMETIC_GATES),
     )
     # the quick suite: both label experiments and one learning experiment per environment
     return tuple(e for e in experiments if not quick or e.name not in QUICK_LEAVES_OUT)
@@ -126,6 +159,31 @@ BUILTIN_ARMS = {
 
 
 QUICK_ARMS = ("outcome", "mc", "exact")  # `--quick`'s default arms; `--arms` chooses others
+
+
+def gate_reason(experiment: Experiment, records_dir: str | None = None) -> str | None:
+    """None when `experiment` may run (no `requires_gate`, or a passing gate record of its rung in
+    `records_dir/<requires_gate>`, default `GATE_RECORDS_DIR`); else the reason it is not run."""
+    if experiment.requires_gate is None:
+        return None
+    path = os.path.join(GATE_RECORDS_DIR if records_dir is None else records_dir, experiment.requires_gate)
+    spec = {"base": {**experiment.config, "env_overrides": dict(experiment.settings[0])}}
+    rung = study_rung(spec)
+    rung_text = f"{rung['policy_input']} input, {rung['count']} numbers, {rung['family']}"
+    if not os.path.exists(path):
+        return f"its learnability gate ({rung_text}) has no record here (docs/results/{experiment.requires_gate})"
+    gates = read_json(path, expect=dict)
+    status = gate_status(spec, gates)
+    if status == PASSED:
+        return None
+    if status == NOT_RUN:
+        return f"no learnability gate (`jaxcredit gate`) has run on its rung ({rung_text})"
+    mine = [record for record in gates.values() if gate_status(spec, {"record": record}) != NOT_RUN]
+    best = max(float(r.get("final_success", 0.0)) for r in mine)
+    threshold = min(float(r.get("threshold", 0.9)) for r in mine)
+    return (f"the learnability gate (`jaxcredit gate`) does not pass on its rung ({rung_text}) yet: the best of "
+            f"{len(mine)} records has held-out greedy success {best:.3f} against {threshold:g} "
+            f"(docs/results/{experiment.requires_gate})")
 
 
 def get_suite(name: str) -> tuple:

@@ -11,7 +11,9 @@ scorecard.json, report.md, scorecard.png
 
 Every experiment's finished parts are kept: `--resume` skips them and continues the rest (the
 sweeps resume their cells). A stopped suite still writes a scorecard of what finished, with the
-rest marked unfinished.
+rest marked unfinished. An experiment that waits for its learnability gate
+(`Experiment.requires_gate`) is marked not run, with the reason, and runs on a later `--resume`
+once a passing gate record of its rung is there.
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ import numpy as np
 from jaxcredit.output_dirs import check_kind, write_kind
 from jaxcredit.plugins import load_plugins
 from jaxcredit.rundir_io import RunLock, check_writable_dir, make_dirs, read_json, write_json_atomic, write_text_atomic
-from jaxcredit.suite.experiments import BUILTIN_ARMS, get_suite
-from jaxcredit.suite.labels import LABEL_CLASSES, LabelSetting, label_quality
+from jaxcredit.suite.experiments import BUILTIN_ARMS, gate_reason, get_suite
+from jaxcredit.suite.labels import FIT_STEPS, LABEL_CLASSES, LabelSetting, make_labeller
 from jaxcredit.suite.learning import REGIME_TAGS, run_setting
-from jaxcredit.suite.scorecard import SCHEMA, aggregate, plot_label_cost, plot_scorecard, report_markdown
+from jaxcredit.suite.scorecard import NOT_RUN, SCHEMA, aggregate, plot_label_cost, plot_scorecard, report_markdown
 from jaxcredit.timing import machine_record
 
 
@@ -56,19 +58,26 @@ def _label_experiment(experiment, arms: dict, out: str, *, progress: bool) -> di
     make_dirs(out)
     per_seed = []
     details: dict = {a: {} for a in arms}
+    labellers = {}  # (setting, policy) -> its labeller, compiled once for every seed
+
+    def labeller(i: int, policy: str):
+        if (i, policy) not in labellers:
+            config = {**experiment.config, "env_overrides": dict(experiment.settings[i])}
+            labellers[i, policy] = make_labeller(LabelSetting(
+                config, policy=policy, train_episodes=experiment.budgets["train_episodes"],
+                fit_steps=experiment.budgets.get("fit_steps", FIT_STEPS)), arms)
+        return labellers[i, policy]
+
     for seed in range(experiment.seeds):
         path = os.path.join(out, f"seed-{seed}.json")
         if os.path.exists(path):
             found = read_json(path, expect=dict)
         else:
             found = {}
-            for i, setting in enumerate(experiment.settings):
+            for i in range(len(experiment.settings)):
                 for policy in experiment.policies:
                     _say(progress, f"{experiment.name} seed {seed} {experiment.setting_name(i)} {policy} policy")
-                    config = {**experiment.config, "env_overrides": dict(setting)}
-                    found[f"{experiment.setting_name(i)}/{policy}"] = label_quality(
-                        LabelSetting(config, policy=policy, seed=seed,
-                                     train_episodes=experiment.budgets["train_episodes"]), arms)
+                    found[f"{experiment.setting_name(i)}/{policy}"] = labeller(i, policy)(seed)
             write_json_atomic(path, found)
         per_seed.append(found)
     scores = {a: [float(np.mean([cell["arms"][a]["score"] for cell in seed.values()])) for seed in per_seed]
@@ -148,6 +157,11 @@ def run_suite(out: str, *, suite: str = "quick", arms: dict | None = None, exper
                       "settings": [experiment.setting_label(i) for i in range(len(experiment.settings))]}
             if os.path.exists(result_path):
                 records[experiment.name] = read_json(result_path, expect=dict)
+                continue
+            reason = gate_reason(experiment)
+            if reason is not None:  # waits for its learnability gate; checked again on --resume
+                _say(progress, f"{experiment.name} not run: {reason}")
+                records[experiment.name] = {**record, "status": NOT_RUN, "reason": reason}
                 continue
             try:
                 if experiment.kind == "labels":

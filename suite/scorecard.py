@@ -5,7 +5,8 @@
 ```
 {"schema": "jaxcredit.scorecard/1", "suite": "quick" | "full", "arms": [arm, ...],
  "experiments": {name: {"kind", "description", "tags": [...], "seeds", "settings": [...],
-                        "status": "finished" | "unfinished",
+                        "status": "finished" | "unfinished" | "not-run",
+                        "reason": str,                                     # not-run only
                         "scores": {score_tag: {arm: [score per seed]}},   # mean over settings
                         "details": {...}}},                                # per kind, see docs/suite.md
  "tags": {tag: {arm: {"iqm", "low", "high", "runs", "tasks"}}},
@@ -15,7 +16,8 @@
 A tag's aggregate is the interquartile mean (IQM) over every (seed, experiment) score of the
 finished experiments carrying it, with a 95% stratified-bootstrap interval (rliable's
 `get_interval_estimates`, 2,000 resamples, seeded); tasks with fewer seeds than the most are
-left out of that tag and named. Unfinished experiments are listed, never scored.
+left out of that tag and named. Unfinished experiments (stopped before the end) and experiments
+not run (waiting for their learnability gate, with the reason) are listed, never scored.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import warnings
 import numpy as np
 
 SCHEMA = "jaxcredit.scorecard/1"
+FINISHED, UNFINISHED, NOT_RUN = "finished", "unfinished", "not-run"  # an experiment's `status`
 BOOTSTRAP_REPS = 2_000
 BOOTSTRAP_SEED = 0
 
@@ -41,7 +44,7 @@ def tag_scores(experiments: dict, arms: list) -> dict:
     """`{tag: {arm: [runs, tasks] array}}` from finished experiments (see the module docstring)."""
     by_tag: dict = {}
     for name, record in experiments.items():
-        if record["status"] != "finished":
+        if record["status"] != FINISHED:
             continue
         for score_tag, per_arm in record["scores"].items():
             for tag in (score_tag, *(f"{score_tag}/{t}" for t in record["tags"])):
@@ -99,9 +102,12 @@ def findings(card: dict) -> list[str]:
         if entry[first]["runs"] < 5:
             sentence += f"; with {entry[first]['runs']} seeds per experiment this is indicative only"
         lines.append(f"- {sentence}.")
-    unfinished = [n for n, r in card["experiments"].items() if r["status"] != "finished"]
+    unfinished = [n for n, r in card["experiments"].items() if r["status"] not in (FINISHED, NOT_RUN)]
     if unfinished:
         lines.append(f"- Unfinished, not scored: {', '.join(unfinished)}.")
+    for name, record in card["experiments"].items():
+        if record["status"] == NOT_RUN:
+            lines.append(f"- Not run: {name}, because {record.get('reason', 'no reason recorded')}.")
     return lines
 
 
@@ -129,7 +135,9 @@ def report_markdown(card: dict, plot_name: str | None = "scorecard.png") -> str:
         lines += [f"### {name} ({record['kind']}, {record['status']})", "", record.get("description", ""), "",
                   f"Tags: {', '.join(record['tags'])}; {record['seeds']} seeds; settings: "
                   f"{'; '.join(record['settings'])}; budget per arm and seed: {_budget_text(record)}.", ""]
-        if record["status"] != "finished":
+        if record["status"] == NOT_RUN:
+            lines += [f"Not run: {record.get('reason', 'no reason recorded')}.", ""]
+        if record["status"] != FINISHED:
             continue
         lines += ["| score | " + " | ".join(arms) + " |", "|---|" + "---|" * len(arms)]
         for score_tag, per_arm in record["scores"].items():
@@ -149,7 +157,9 @@ def _budget_text(record: dict) -> str:
     if not budgets:
         return "not recorded"
     if record["kind"] == "labels":
-        return f"one batch of trajectories, the trained policy after {budgets['train_episodes']:,} attempts"
+        fitted = (f"; a learned head fitted first for {budgets['fit_steps']:,} updates on the policy's own "
+                  "episodes" if budgets.get("fit_steps") else "")
+        return f"one batch of trajectories, the trained policy after {budgets['train_episodes']:,} attempts{fitted}"
     return (f"{budgets['attempts']:,} main attempts (equal-attempts), "
             f"{budgets['fixed-steps']:,} total env steps, labels included (equal-cost)")
 

@@ -88,7 +88,9 @@ def test_tiny_suite_run_and_resume(tmp_path, monkeypatch, capsys):
     """One labels experiment on an 18-tape MAD through the command line: the exact arm's labels score 1."""
     from jaxcredit.cli import main
 
-    monkeypatch.setitem(suite_experiments.SUITES, "quick", (_tiny_labels(),))
+    gated = Experiment("learn-gated", "learning", ("mad",), {"env": "mad"}, ({},), 1,
+                       {"attempts": 8, "fixed-steps": 8}, requires_gate="no-such-gates.json")
+    monkeypatch.setitem(suite_experiments.SUITES, "quick", (_tiny_labels(), gated))
     out = str(tmp_path / "suite")
     assert main(["suite", "--quick", "--out", out, "--arms", "exact,outcome", "--no-progress"]) == 0
     card = json.load(open(os.path.join(out, "scorecard.json")))
@@ -96,8 +98,12 @@ def test_tiny_suite_run_and_resume(tmp_path, monkeypatch, capsys):
     scores = card["experiments"]["labels-tiny"]["scores"]["label-quality"]
     assert scores["exact"] == [pytest.approx(1.0, abs=1e-5)]
     assert 0.0 <= scores["outcome"][0] <= 1.0
+    not_run = card["experiments"]["learn-gated"]  # listed with its reason, never scored
+    assert not_run["status"] == "not-run" and "no record" in not_run["reason"] and "scores" not in not_run
+    assert not os.path.exists(os.path.join(out, "learn-gated", "result.json"))
     report = os.path.join(out, "report.md")
     assert os.path.exists(report) and "## Findings" in open(report).read()
+    assert "- Not run: learn-gated, because its learnability gate" in open(report).read()
     capsys.readouterr()
     assert main(["suite", "--quick", "--out", out, "--arms", "exact,outcome", "--no-progress"]) == 2
     assert "already holds a suite" in capsys.readouterr().err
@@ -149,3 +155,49 @@ def test_a_plugin_arm_of_random_credit_scores_near_chance(tmp_path, monkeypatch)
     assert record["scores"]["label-quality"]["random-credit"][0] < 0.15
     assert 0.3 <= record["details"]["arms"]["random-credit"]["sign_agreement"] <= 0.7
     assert json.load(open(os.path.join(out, "suite.json")))["plugins"] == [str(plugin)]
+
+
+def test_learned_heads_are_fitted_on_the_policy_before_labelling():
+    """critic and progress-model fit their value head on the uniform policy's own episodes first
+    (deterministic: two arms of the same fields get the same labels and cost). Fitting raises
+    progress-model's score and the critic's sign agreement; the critic's score (GAE at λ = 0.95,
+    close to the episode's return minus V̂) stays near its unfitted one, so it is not asserted."""
+    from jaxcredit.suite.labels import LabelSetting, label_quality
+
+    tiny = _tiny_labels(problems=16)
+    config = {**tiny.config, "env_overrides": dict(tiny.settings[0])}
+    arms = {"critic": {"credit": "critic"}, "progress-model": {"credit": "progress-model"}}
+    unfitted = label_quality(LabelSetting(config, fit_steps=0), arms)["arms"]
+    fitted = label_quality(LabelSetting(config, fit_steps=16), {**arms, "critic-again": {"credit": "critic"}})["arms"]
+    assert fitted["progress-model"]["score"] > unfitted["progress-model"]["score"] + 0.03
+    assert (fitted["critic"]["overall"]["sign_agreement"]
+            > unfitted["critic"]["overall"]["sign_agreement"] + 0.1)
+    assert fitted["critic-again"] == fitted["critic"]
+    # the fitting episodes are charged to the arm (main data), beside the critic's own labels
+    assert "main" not in unfitted["critic"]["cost"] and fitted["critic"]["cost"]["main"]["env_steps"] > 0
+    assert fitted["progress-model"]["cost"]["main"] == fitted["critic"]["cost"]["main"]
+    assert fitted["critic"]["cost"]["critic"]["env_steps"] > unfitted["critic"]["cost"]["critic"]["env_steps"]
+
+
+def test_routine_and_arithmetic_experiments(tmp_path):
+    """learn-routine: D = 2 at H = 2, 8, 32 (quick: H = 8); learn-arithmetic waits for its gate,
+    with the reason from the published records, and runs once a passing record of its rung is there."""
+    from jaxcredit.envs import make
+    from jaxcredit.suite.experiments import gate_reason, get_suite
+
+    full = {e.name: e for e in get_suite("full")}
+    quick = {e.name: e for e in get_suite("quick")}
+    routine = full["learn-routine"]
+    envs = [make("routine", **setting) for setting in routine.settings]
+    assert [(e.horizon, e.num_decisions, e.cue, e.failure) for e in envs] == [
+        (h, 2, "index", "fatal") for h in (2, 8, 32)]
+    assert [make("routine", **setting).horizon for setting in quick["learn-routine"].settings] == [8]
+    assert routine.config["holdout_fraction"] == 0.0 and set(routine.tags) == {"routine", "horizon"}
+    arithmetic = quick["learn-arithmetic"]
+    assert "does not pass on its rung" in gate_reason(arithmetic) and gate_reason(routine) is None
+    rung = {"policy_input": "tokens", "afterstate_lookahead": 0, "count": 3, "family": "default"}
+    (tmp_path / arithmetic.requires_gate).write_text(json.dumps({"tokens-3": {"rung": rung, "passed": True}}))
+    assert gate_reason(arithmetic, str(tmp_path)) is None
+    (tmp_path / arithmetic.requires_gate).write_text(json.dumps({"tokens-4": {"rung": {**rung, "count": 4},
+                                                                              "passed": True}}))
+    assert "no learnability gate" in gate_reason(arithmetic, str(tmp_path))

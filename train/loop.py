@@ -139,9 +139,14 @@ class Trainer:
         """The iteration's problems `[P]` and their `G` starting states each, `[B]` (problem-major).
 
         Problems are drawn from the training part of the problem space only (`holdout.sample_in_split`)."""
-        c = self.config
         problem_key, _, _ = self._keys(state)
-        problems = jax.vmap(self.draw_problem)(jax.random.split(problem_key, c.problems_per_iteration))
+        return self.draw_episodes(problem_key)
+
+    def draw_episodes(self, key: jax.Array):
+        """`(problems [P], starts [B])`: `P` training problems drawn with `key` (consumed) and their
+        `G` starting states each (problem-major), what one iteration plays."""
+        c = self.config
+        problems = jax.vmap(self.draw_problem)(jax.random.split(key, c.problems_per_iteration))
         repeated = jax.tree_util.tree_map(lambda x: jnp.repeat(x, c.attempts_per_problem, axis=0), problems)
         return problems, jax.vmap(self.env.init_problem)(repeated)
 
