@@ -224,8 +224,9 @@ class Environment(abc.ABC):
 
     def problem_sample(self, family: str | None, n: int, seed: int):
         """Host: n problems (leaves `[n, ...]`) of `family`'s whole space, seeded (what evaluation
-        uses without a holdout). Default: `sample_problem` on `split(key(seed), n)`."""
-        return jax.vmap(self.sample_problem)(jax.random.split(jax.random.key(seed), n))
+        uses without a holdout). Default: `sample_problem` on `split(key(seed), n)`, jitted (one compile,
+        not one per primitive)."""
+        return jax.jit(jax.vmap(self.sample_problem))(jax.random.split(jax.random.key(seed), n))
 
     def is_answer_action(self, action: int) -> bool:
         """Host: whether `action` commits an answer the reward judges (MAD's submit, arithmetic's
