@@ -219,13 +219,13 @@ class Environment(abc.ABC):
         (None: the environment's own) that held-out sets are filtered from. Default: problem i is
         `sample_problem(fold_in(key(seed), i))` (one family)."""
         key = jax.random.key(seed)
-        sample = jax.jit(jax.vmap(lambda i: self.sample_problem(jax.random.fold_in(key, i))))
-        return lambda m: sample(jnp.arange(m))
+        return lambda m: _sample_stream(self, key, jnp.arange(m))
 
     def problem_sample(self, family: str | None, n: int, seed: int):
         """Host: n problems (leaves `[n, ...]`) of `family`'s whole space, seeded (what evaluation
-        uses without a holdout). Default: `sample_problem` on `split(key(seed), n)`."""
-        return jax.vmap(self.sample_problem)(jax.random.split(jax.random.key(seed), n))
+        uses without a holdout). Default: `sample_problem` on `split(key(seed), n)`, compiled once per
+        configuration and n (not one small program per primitive)."""
+        return _sample_keys(self, jax.random.split(jax.random.key(seed), n))
 
     def is_answer_action(self, action: int) -> bool:
         """Host: whether `action` commits an answer the reward judges (MAD's submit, arithmetic's
@@ -383,3 +383,15 @@ def compiled_method(method):
         return jitted(self, *args)
 
     return call
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _sample_keys(env: Environment, keys: jax.Array):
+    """Problems (leaves `[n, ...]`) of `env.sample_problem` on `keys` `[n]`; jitted once per configuration."""
+    return jax.vmap(env.sample_problem)(keys)
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _sample_stream(env: Environment, key: jax.Array, indices: jax.Array):
+    """Problems (leaves `[m, ...]`) `sample_problem(fold_in(key, i))` for i in `indices` `[m]`."""
+    return jax.vmap(lambda i: env.sample_problem(jax.random.fold_in(key, i)))(indices)
