@@ -630,8 +630,10 @@ def write_results_page(sweep_dir: str, page: str, *, command: str | None = None,
                             sweep_command=meta["sweep_command"], threshold=threshold,
                             run_dir_text=meta["run_dir_text"], record_command=meta["record_command"],
                             sweep_paths=meta["sweep_paths"])
+        # the page's own folder is staged; every other target is read where the page is published
         missing = [target for target in markdown_links(text)
-                   if not os.path.exists(os.path.join(os.path.dirname(staged), target))]
+                   if not os.path.exists(os.path.join(os.path.dirname(staged), target))
+                   and not os.path.exists(os.path.join(os.path.dirname(page_file), target))]
         if missing:
             raise ValueError(f"page {page} would link missing files: {', '.join(missing)}")
         _write(staged_page, text)

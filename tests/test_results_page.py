@@ -248,6 +248,18 @@ def test_page_refuses_bad_arguments(tmp_path, capsys):
     assert not (tmp_path / "p").exists() and not (tmp_path / "page").exists()
 
 
+def test_a_reading_may_link_a_file_beside_the_page_but_not_a_missing_one(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("<!-- reading -->\nSee [the ranking](beside/ranking.md).\n<!-- /reading -->\n")
+    with pytest.raises(ValueError, match="would link missing files: beside/ranking.md"):
+        write_results_page(str(DATA / "tiny-sweep"), str(page))
+    assert not (tmp_path / "page").exists()
+    (tmp_path / "beside").mkdir()
+    (tmp_path / "beside" / "ranking.md").write_text("# ranking\n")
+    write_results_page(str(DATA / "tiny-sweep"), str(page))
+    assert "See [the ranking](beside/ranking.md)." in page.read_text()
+
+
 def test_arms_on_different_environments_are_compared_within_their_environment():
     base = {"env": "routine"}
     arms = {f"{credit}-rho{d}": {"credit": credit, "env_overrides": {"density": d}}
