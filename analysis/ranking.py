@@ -53,6 +53,7 @@ from jaxcredit.credit_arms import CREDIT_ARMS, CreditContext, ProgressModelOptio
 from jaxcredit.env import Environment
 from jaxcredit.policy_fn import PolicyFn
 from jaxcredit.rollout import Trajectory, rollout
+from jaxcredit.stats import t_interval
 
 RANK_CLASSES = ("load-bearing", "decorative", "harmful-but-recovered", "harmful", "neutral")
 PROGRESS_LABELS = ("progress-soft", "progress-hard", "progress-model")
@@ -288,12 +289,38 @@ def run_ranking(policies: dict, *, seed: int = 0, episodes: int = 256, continuat
             out["policies"][name] = {"checkpoints": [c.path for c in loaded], "env": {"name": env.name, **env.config()},
                                      "replacements": list(replacements_of(env)),
                                      "steps_per_checkpoint": [int(p["class"].size) for p in parts],
-                                     "fit_loss": losses, **ranking_measures(pool_steps(parts))}
+                                     "fit_loss": losses, **ranking_measures(pool_steps(parts)),
+                                     "across_checkpoints": across_checkpoints(parts)}
     out["seconds"] = round(time.time() - started, 1)
     return out
 
 
 # ----- the measures (pure) ------------------------------------------------------------------------
+def _spread(values: list) -> dict:
+    """`{"values", "n", "mean", "low", "high"}` of the non-None `values` (a 95% Student-t interval of
+    their mean; `low`/`high` None under 2 values)."""
+    kept = [float(v) for v in values if v is not None]
+    out = {"values": kept, "n": len(kept), "mean": float(np.mean(kept)) if kept else None, "low": None, "high": None}
+    if len(kept) >= 2:
+        _, low, high = t_interval(np.asarray(kept))
+        out.update(low=float(low), high=float(high))
+    return out
+
+
+def across_checkpoints(parts: list[dict]) -> dict:
+    """The headline measures checkpoint by checkpoint (each checkpoint an independent training seed),
+    and their mean over checkpoints with a 95% t interval: `{"n", "decorative_above_median": {kind:
+    spread}, "mean_label": {kind: {class: spread}}}` (`_spread`; a checkpoint without the class is
+    left out of that class's n)."""
+    each = [ranking_measures(part) for part in parts]
+    kinds = list(each[0]["mean_label"]) if each else []
+    return {"n": len(each),
+            "decorative_above_median": {k: _spread([m["decorative_above_median"][k] for m in each]) for k in kinds},
+            "mean_label": {k: {c: _spread([m["mean_label"][k][c] for m in each]) for c in RANK_CLASSES}
+                           for k in kinds}}
+
+
+
 def _mean(x: np.ndarray) -> float | None:
     return float(np.mean(x)) if x.size else None
 

@@ -18,6 +18,15 @@ def _number(x, signed: bool = False) -> str:
     return f"{x:+.3f}" if signed else f"{x:.3f}"
 
 
+def _spread_text(spread: dict, signed: bool) -> str:
+    if spread["mean"] is None:
+        return "–"
+    if spread["low"] is None:
+        return f"{_number(spread['mean'], signed)} (n = {spread['n']})"
+    return (f"{_number(spread['mean'], signed)} [{_number(spread['low'], signed)}, {_number(spread['high'], signed)}]"
+            f" (n = {spread['n']})")
+
+
 def _kinds(entry: dict) -> list[str]:
     return [*PROGRESS_LABELS, *(reference_name(r) for r in entry["replacements"])]
 
@@ -38,6 +47,17 @@ def policy_markdown(name: str, entry: dict) -> str:
                      + " |")
     lines.append("| decorative above the median load-bearing step | | "
                  + " | ".join(_number(entry["decorative_above_median"][k]) for k in kinds) + " |")
+    across = entry.get("across_checkpoints")
+    if across and across["n"] >= 2:
+        lines += ["", f"### Across the {across['n']} checkpoints", "",
+                  "Each checkpoint on its own (an independent training seed), then the mean over checkpoints with "
+                  "its 95% Student-t interval (n: checkpoints with steps of that class).", "",
+                  "| measure | " + " | ".join(kinds) + " |", "|" + " --- |" * (len(kinds) + 1)]
+        rows = [("decorative above the median load-bearing step", across["decorative_above_median"], False)]
+        rows += [(f"mean label, {c}", {k: across["mean_label"][k][c] for k in kinds}, True)
+                 for c in ("load-bearing", "decorative") if c in present]
+        for title, spreads, signed in rows:
+            lines.append(f"| {title} | " + " | ".join(_spread_text(spreads[k], signed) for k in kinds) + " |")
     for replacement in entry["replacements"]:
         lines += ["", f"### Against Δ {replacement}: sign agreement / rank correlation", "",
                   "| class | steps | " + " | ".join(PROGRESS_LABELS) + " |",

@@ -16,6 +16,7 @@ from jaxcredit.analysis.exact import exact_step_values
 from jaxcredit.analysis.ranking import (
     RANK_CLASSES,
     above_median_share,
+    across_checkpoints,
     counterfactual_credit,
     rank_trajectory,
     ranking_measures,
@@ -105,6 +106,22 @@ def test_the_measures_on_hand_made_steps():
     assert d["order"] == ["decorative", "load-bearing", "harmful-but-recovered"] and d["top"] == "decorative"
     assert d["sign_disagreement"]["decorative"] == 1.0
     assert out["mean_label"]["progress-soft"]["decorative"] == pytest.approx(0.55)
+
+
+def test_across_checkpoints_is_each_checkpoint_then_a_t_interval():
+    """Two hand-made checkpoints: the decorative mean label is 0.55 in one and 0.15 in the other, so
+    the mean is 0.35 with half-width t(0.975, 1) * 0.2 (sd 0.2 * sqrt 2 over sqrt 2)."""
+    classes = np.array([LB, LB, DEC, DEC])
+    parts = [{"class": classes, "value": np.full(4, 0.5), "labels": {"progress-soft": label},
+              "references": {"on-policy": np.array([0.3, 0.4, -0.02, -0.01])}}
+             for label in (np.array([0.1, 0.2, 0.5, 0.6]), np.array([0.1, 0.2, 0.1, 0.2]))]
+    out = across_checkpoints(parts)
+    decorative = out["mean_label"]["progress-soft"]["decorative"]
+    half = 12.706204736174707 * 0.2
+    assert out["n"] == 2 and decorative["values"] == pytest.approx([0.55, 0.15])
+    assert decorative["mean"] == pytest.approx(0.35) and decorative["high"] == pytest.approx(0.35 + half)
+    assert out["decorative_above_median"]["progress-soft"]["values"] == [1.0, 0.5]  # 0.1 and 0.2 vs median 0.15
+    assert out["mean_label"]["progress-soft"]["harmful"]["n"] == 0  # no such steps: left out
 
 
 def tilted_policy(params, observation, legal_action_mask):
