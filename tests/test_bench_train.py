@@ -7,7 +7,20 @@ import pytest
 from jaxcredit.cli import main
 
 
-def test_bench_train_json(capsys):
+@pytest.fixture
+def no_compilation_cache():
+    """The bench times its own compiles and runs, so it runs without the suite's persistent
+    compilation cache: a cache hit would time a load, not a compile, and its largest programs (the
+    afterstate and lookahead rows) would only fill the cache."""
+    import jax
+
+    enabled = jax.config.jax_enable_compilation_cache
+    jax.config.update("jax_enable_compilation_cache", False)
+    yield
+    jax.config.update("jax_enable_compilation_cache", enabled)
+
+
+def test_bench_train_json(capsys, no_compilation_cache):
     assert main(["bench", "train", "--quick", "--json"]) == 0
     captured = capsys.readouterr()
     out = captured.out.strip().splitlines()
