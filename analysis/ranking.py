@@ -54,6 +54,7 @@ from jaxcredit.env import Environment
 from jaxcredit.policy_fn import PolicyFn
 from jaxcredit.rollout import Trajectory, rollout
 from jaxcredit.stats import t_interval
+from jaxcredit.value_fit import critic_loss
 
 RANK_CLASSES = ("load-bearing", "decorative", "harmful-but-recovered", "harmful", "neutral")
 PROGRESS_LABELS = ("progress-soft", "progress-hard", "progress-model")
@@ -155,13 +156,10 @@ def progress_labels(env: Environment, policy_fn: PolicyFn, params: Any, trajecto
 @functools.partial(jax.jit, static_argnames=("env", "policy_fn", "value_fn", "steps"))
 def _fit(env, policy_fn, value_fn, params, trajectory, learning_rate, *, steps):
     context_ = _context(env, policy_fn, params, ProgressModelOptions(), value_fn)
-    observation, legal, target, valid = CREDIT_ARMS["progress-model"].compute(context_, trajectory, None,
-                                                                              jax.random.key(0)).critic_batch
-    coef = context_.options.coef
+    batch = CREDIT_ARMS["progress-model"].compute(context_, trajectory, None, jax.random.key(0)).critic_batch
 
-    def loss(p):  # the trainer's critic loss
-        error = jnp.where(valid, value_fn(p, observation, legal) - target, 0.0)
-        return coef * jnp.sum(error**2) / jnp.maximum(valid.sum(), 1)
+    def loss(p):
+        return critic_loss(value_fn, p, batch, context_.options.coef)
 
     optimizer = optax.chain(optax.clip_by_global_norm(MAX_GRAD_NORM), optax.adam(learning_rate))
 

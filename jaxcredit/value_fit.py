@@ -29,8 +29,11 @@ from jaxcredit.rollout import rollout
 from jaxcredit.validation import require_int
 
 
-def _critic_loss(value_fn, value_params, critic_batch, coef) -> jax.Array:
-    """The trainer's critic loss: `coef` x the mean squared error over the valid label states `[M]`."""
+def critic_loss(value_fn, value_params, critic_batch, coef) -> jax.Array:
+    """The critic loss (float32 `[]`) the trainer, this fit and the ranking study's fit all use:
+    `coef` x the mean squared error of `value_fn(value_params, observation, legal)` against `target`
+    over the valid label states; `critic_batch` is `(observation [M, ...], legal [M, A], target [M],
+    valid bool [M])`."""
     observation, legal, target, valid = critic_batch
     error = jnp.where(valid, value_fn(value_params, observation, legal) - target, 0.0)
     return coef * jnp.sum(error**2) / jnp.maximum(valid.sum(), 1)
@@ -60,7 +63,7 @@ def fit_value_head(context: CreditContext, key: jax.Array, draw_episodes: Callab
         if result.critic_batch is None:
             raise ValueError(f"credit arm {arm.name!r} returns no critic batch: fit_value_head has no value head "
                              "to fit (leave its fit_for_labels unset)")
-        grads = jax.grad(lambda p: _critic_loss(value_fn, p, result.critic_batch, result.critic_coef))(value_params)
+        grads = jax.grad(lambda p: critic_loss(value_fn, p, result.critic_batch, result.critic_coef))(value_params)
         updates, opt_state = optimizer.update(grads, opt_state, value_params)
         charge = dict(result.charge)
         charge["main"] = main_counts + charge["main"] if "main" in charge else main_counts
@@ -71,4 +74,4 @@ def fit_value_head(context: CreditContext, key: jax.Array, draw_episodes: Callab
     return LabelFit(value_params, jax.tree_util.tree_map(lambda x: jnp.sum(x, axis=0, dtype=jnp.int32), charges))
 
 
-__all__ = ["fit_value_head"]
+__all__ = ["critic_loss", "fit_value_head"]

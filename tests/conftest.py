@@ -5,6 +5,9 @@ processes and every subprocess they launch (they inherit the environment):
 - `XLA_FLAGS=--xla_backend_optimization_level=0`: XLA's CPU backend skips LLVM's optimisation
   passes, which halves compile time; the programs compute the same functions (results can differ
   in the last bits of a float, never more), and each test compares runs made under the same flags.
+- `--xla_cpu_use_thunk_runtime=false`: the CPU backend compiles each program as one function
+  instead of a sequence of thunks; the suite spends about 8% fewer CPU seconds (measured on
+  tests/test_train.py and tests/test_routine.py + tests/test_credit.py: 65 -> 60 and 64 -> 59 CPU s).
 - a persistent compilation cache in a fresh temporary directory, shared by the xdist workers and
   the subprocesses of one session and removed at its end: a program compiled twice (the same
   tiny trainer built by two tests, a CLI subprocess repeating an in-process program) compiles once.
@@ -28,10 +31,11 @@ import time
 
 import pytest
 
-OPT_FLAG = "--xla_backend_optimization_level=0"
+TEST_XLA_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_thunk_runtime=false")
 if not os.environ.get("JAXCREDIT_TEST_FULL_XLA"):
-    if OPT_FLAG not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {OPT_FLAG}".strip()
+    for flag in TEST_XLA_FLAGS:
+        if flag.split("=")[0] not in os.environ.get("XLA_FLAGS", ""):
+            os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}".strip()
     if "JAX_COMPILATION_CACHE_DIR" not in os.environ:  # the xdist controller: workers inherit it
         os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="jaxcredit-test-xla-cache-")
         os.environ["JAXCREDIT_TEST_OWNS_CACHE"] = os.environ["JAX_COMPILATION_CACHE_DIR"]

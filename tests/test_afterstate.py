@@ -14,20 +14,12 @@ from jaxcredit.checkpoint import load_policy, save_policy
 from jaxcredit.envs import make
 from jaxcredit.ledger import ledger_to_dict
 from jaxcredit.policy import PolicyConfig, make_policy, task_sizes
-from jaxcredit.policy_fn import AfterstatePolicy, action_probabilities
+from jaxcredit.policy_fn import AfterstatePolicy
 from jaxcredit.rollout import rollout
 from jaxcredit.solver import build_graph, positions_reached, start_position
-from jaxcredit.solver_values import network_policy_probs
+from tests.afterstate_support import graph_and_stepped_probs, perturbed
 
 NETWORK = PolicyConfig(d_model=16, num_layers=1, num_heads=2, mlp_dim=32, policy_input="afterstate")
-
-
-def perturbed(network, env, seed=0):
-    """Parameters whose scores differ between afterstates (the action head starts at zero)."""
-    params = network.init_fn(jax.random.key(seed))
-    head = params["params"]["action_head"]
-    head["kernel"] = 0.5 * jax.random.normal(jax.random.key(seed + 1), head["kernel"].shape)
-    return params
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +47,7 @@ def test_encoding_of_a_correct_final_is_its_outcome_tokens():
 def test_scores_are_the_network_on_each_actions_stepped_next_state(small_arithmetic):
     env = small_arithmetic
     network = make_policy(NETWORK, env)
-    params = perturbed(network, env)
+    params = perturbed(network)
     states = jax.vmap(env.init)(jax.random.split(jax.random.key(3), 2))
     trajectory, _ = rollout(env, network.policy_fn, params, states, jax.random.key(4), num_turns=env.max_turns)
     logits = np.asarray(network.policy_fn(params, trajectory.observation, trajectory.legal_action_mask))
@@ -81,35 +73,18 @@ def test_solver_network_probabilities_equal_the_policy_on_stepped_afterstates(en
     the policy applied to afterstates computed by stepping, at every reached position and turn."""
     env = request.getfixturevalue(env_name)
     network = make_policy(NETWORK, env)
-    params = perturbed(network, env)
-    problem = env.sample_problem(jax.random.key(5))
-    graph = build_graph(env, problem)
-    start = start_position(env, problem)
-    reached = np.nonzero(np.asarray(positions_reached(graph, start)))[0]
-
-    @jax.jit
-    def both(params):
-        probs, evals = network_policy_probs(env, problem, graph, network.policy_fn, params, horizon=env.max_turns,
-                                            start=start)
-
-        def direct(turns_left):
-            states = jax.vmap(lambda s: env.position(problem, s, turn=env.max_turns - turns_left)[0])(reached)
-            logits = network.policy_fn(params, afterstate_observations(env, states), states.legal_action_mask)
-            return action_probabilities(logits, states.legal_action_mask)
-
-        return probs[1:, reached], jax.vmap(direct)(jnp.arange(1, env.max_turns + 1)), evals
-
-    gathered, stepped, evals = both(params)
-    np.testing.assert_allclose(np.asarray(gathered), np.asarray(stepped), atol=1e-5)
-    assert np.ptp(np.asarray(stepped)[np.asarray(stepped) > 0]) > 0.01  # not uniform: the scores matter
-    assert 0 < int(evals) <= 3 * reached.size * env.max_turns + 3
+    params = perturbed(network)
+    gathered, stepped, evals, reached = graph_and_stepped_probs(env, network, params)
+    np.testing.assert_allclose(gathered, stepped, atol=1e-5)
+    assert np.ptp(stepped[stepped > 0]) > 0.01  # not uniform: the scores matter
+    assert 0 < evals <= 3 * reached * env.max_turns + 3
 
 
 def test_rollout_charges_one_step_per_legal_action_of_each_live_state(small_mad):
     env = small_mad
     states = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 8))
     network = make_policy(NETWORK, env)
-    trajectory, counts = rollout(env, network.policy_fn, perturbed(network, env), states, jax.random.key(1),
+    trajectory, counts = rollout(env, network.policy_fn, perturbed(network), states, jax.random.key(1),
                                  num_turns=env.max_turns)
     legal = np.asarray(trajectory.legal_action_mask) & np.asarray(trajectory.live)[..., None]
     assert int(counts.afterstate_env_steps) == int(legal.sum()) > int(counts.env_steps)
@@ -154,7 +129,7 @@ def test_every_credit_arm_takes_a_step_with_afterstate_input(credit, tiny_arm):
 def test_a_saved_afterstate_policy_loads_back_as_one(small_mad, tmp_path):
     env = small_mad
     network = make_policy(NETWORK, env)
-    params = perturbed(network, env)
+    params = perturbed(network)
     with pytest.raises(ValueError, match="pass sizes"):
         save_policy(tmp_path / "no-sizes", params, policy_config=NETWORK, env_name="mad", env_config=env.config())
     path = save_policy(tmp_path / "policy", params, policy_config=NETWORK, env_name="mad", env_config=env.config(),

@@ -13,21 +13,12 @@ from jaxcredit.checkpoint import load_policy, save_policy
 from jaxcredit.envs import make
 from jaxcredit.ledger import ledger_to_dict
 from jaxcredit.policy import PolicyConfig, make_policy, task_sizes
-from jaxcredit.policy_fn import AfterstatePolicy, action_probabilities, uniform_policy_fn
+from jaxcredit.policy_fn import AfterstatePolicy, uniform_policy_fn
 from jaxcredit.rollout import replay, rollout
-from jaxcredit.solver import build_graph, positions_reached, start_position
-from jaxcredit.solver_values import network_policy_probs
+from tests.afterstate_support import graph_and_stepped_probs, perturbed
 
 NETWORK = PolicyConfig(d_model=16, num_layers=1, num_heads=2, mlp_dim=32, policy_input="afterstate",
                        afterstate_lookahead=1)
-
-
-def perturbed(network, seed=0):
-    """Parameters whose scores differ between afterstates (the action head starts at zero)."""
-    params = network.init_fn(jax.random.key(seed))
-    head = params["params"]["action_head"]
-    head["kernel"] = 0.5 * jax.random.normal(jax.random.key(seed + 1), head["kernel"].shape)
-    return params
 
 
 @pytest.fixture(scope="module")
@@ -112,25 +103,7 @@ def test_solver_network_probabilities_equal_the_policy_on_stepped_lookahead(env_
     env = make("arithmetic", **env_kwargs)
     network = make_policy(NETWORK, env)
     params = perturbed(network)
-    problem = env.sample_problem(jax.random.key(5))
-    graph = build_graph(env, problem)
-    start = start_position(env, problem)
-    reached = np.nonzero(np.asarray(positions_reached(graph, start)))[0]
-
-    @jax.jit
-    def both(params):
-        probs, _ = network_policy_probs(env, problem, graph, network.policy_fn, params, horizon=env.max_turns,
-                                        start=start)
-
-        def direct(turns_left):
-            states = jax.vmap(lambda s: env.position(problem, s, turn=env.max_turns - turns_left)[0])(reached)
-            logits = network.policy_fn(params, afterstate_observations(env, states, lookahead=1),
-                                       states.legal_action_mask)
-            return action_probabilities(logits, states.legal_action_mask)
-
-        return probs[1:, reached], jax.vmap(direct)(jnp.arange(1, env.max_turns + 1))
-
-    gathered, stepped = (np.asarray(x) for x in both(params))
+    gathered, stepped, _, _ = graph_and_stepped_probs(env, network, params, lookahead=1)
     np.testing.assert_allclose(gathered, stepped, atol=1e-5)
     assert np.abs(stepped[0] - stepped[1]).max() > 1e-3  # the last turn reads differently: not a tautology
 

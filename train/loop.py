@@ -41,6 +41,7 @@ from jaxcredit.rollout import Trajectory, rollout
 from jaxcredit.sharding import batch_sharding, constrain_batch
 from jaxcredit.train.config import TrainConfig
 from jaxcredit.train.evaluation import EvalSets, evaluation_sets, make_evaluate, validation_set
+from jaxcredit.value_fit import critic_loss
 
 
 @struct.dataclass
@@ -297,9 +298,8 @@ class Trainer:
         return jnp.where(counted, 1.0 / jnp.maximum(counted.sum(), 1).astype(jnp.float32), 0.0)
 
     def _critic_loss(self, params, critic_batch) -> jax.Array:
-        observation, legal, target, valid, coef = critic_batch
-        error = jnp.where(valid, self.value_fn(params, observation, legal) - target, 0.0)
-        return coef * jnp.sum(error**2) / jnp.maximum(valid.sum(), 1)
+        *batch, coef = critic_batch
+        return critic_loss(self.value_fn, params, tuple(batch), coef)
 
     def loss(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch,
              action_values: jax.Array | None = None) -> jax.Array:
