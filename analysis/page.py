@@ -235,6 +235,32 @@ def behaviour_comparisons(pairs: list, rows: dict) -> dict:
     return out
 
 
+def threshold_comparisons(pairs: list, reach: dict) -> dict:
+    """Per regime, per compared pair (`"arm vs reference"`), the paired difference arm − reference of
+    the cost spent by the first evaluation at the threshold (`first_reach`: main attempts and total
+    env steps), over the seeds both cells reached it with, seeds paired by index: `{regime: {pair:
+    {"arm_reached", "reference_reached", "seeds": int, "main_episodes", "total_env_steps":
+    jaxcredit.stats.paired_t(...) or None}}}` (None where fewer than one seed reached it on both
+    sides). `reach`: `{regime: {cell: first_reach(...)}}`; pairs whose cells are not both there
+    are left out."""
+    out: dict = {}
+    for pair in pairs:
+        if pair.reference_cell is None:
+            continue
+        arm, ref = (reach.get(cell[0], {}).get(cell[1]) for cell in (pair.arm_cell, pair.reference_cell))
+        if arm is None or ref is None:
+            continue
+        arm_at, ref_at = ({seed: i for i, seed in enumerate(r["seeds"])} for r in (arm, ref))
+        both = [s for s in arm_at if s in ref_at and arm["reached"][arm_at[s]] and ref["reached"][ref_at[s]]]
+        entry = {"arm_reached": int(sum(arm["reached"])), "reference_reached": int(sum(ref["reached"])),
+                 "seeds": len(set(arm_at) & set(ref_at))}
+        for key in ("main_episodes", "total_env_steps"):
+            entry[key] = paired_t([arm[key][arm_at[s]] for s in both], [ref[key][ref_at[s]] for s in both]) \
+                if both else None
+        out.setdefault(pair.regime, {})[f"{pair.arm} vs {pair.reference}"] = entry
+    return out
+
+
 def cell_spend(rows: list, accounts: list, *, policy_eval_flops: int | None = None) -> dict:
     """Means over seeds, at each seed's last evaluation, of the main attempts, total env steps, total
     policy evaluations and each account's env steps and policy evaluations (`<account>_env_steps`,
@@ -325,6 +351,28 @@ def _threshold_lines(reach: dict, threshold: float) -> list:
                     for k in ("main_episodes", "total_env_steps")}
             lines.append(f"| {cell} | {len(hit)}/{len(r['seeds'])} | {_number(mean['main_episodes'])} | "
                          f"{_number(mean['total_env_steps'])} |")
+        lines.append("")
+    return lines
+
+
+def _threshold_difference_lines(differences: dict, threshold: float) -> list:
+    """Per regime, the paired differences of `threshold_comparisons` (nothing when there are none)."""
+    if not differences:
+        return []
+    lines = ["### Paired differences in time to the threshold", "",
+             f"Arm − reference in the cost spent by the first evaluation at greedy success {threshold:g}, over the "
+             "seeds that reached it in both cells (seeds paired as in the tables above), mean with its 95% paired "
+             "Student-t interval; a negative difference means the arm got there sooner. Seeds that never reached "
+             "it are left out, so read the reached counts beside the interval.", ""]
+    for regime, pairs in differences.items():
+        lines += [f"#### Regime: {regime}", "",
+                  "| arm vs reference | reached (arm / reference of n) | main attempts | total env steps |",
+                  "| --- | --- | --- | --- |"]
+        for name, d in pairs.items():
+            values = [_signed_interval(d[k], ",.0f") if d[k] is not None else "n/a"
+                      for k in ("main_episodes", "total_env_steps")]
+            lines.append(f"| {name} | {d['arm_reached']} / {d['reference_reached']} of {d['seeds']} | "
+                         + " | ".join(values) + " |")
         lines.append("")
     return lines
 
@@ -529,6 +577,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     lines += gate_block
     tuning = None
     compared = not gate_block or gate_status(spec, gates) != FAILED
+    reached_differences = threshold_comparisons(pairs, reach) if compared else {}
     if compared:
         lines += findings_lines(comparison) + not_shown_lines(comparison, missing)
     lines += ["## Reading", "", READING_START, reading_block(page) or READING_PLACEHOLDER, READING_END, ""]
@@ -539,6 +588,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
             lines += tuning_lines(spec["tune"], tuning)
         lines += _family_lines(families, cells, files, link)
         lines += _threshold_lines(reach, threshold)
+        lines += _threshold_difference_lines(reached_differences, threshold)
         lines += ["## Learning curves", "",
                   "Mean greedy success over seeds against main attempts and against total environment steps "
                   "(labels included); bands: Student-t intervals of the mean over seeds (the figure names n).", ""]
@@ -566,6 +616,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
         **({"tuning": tuning} if tuning is not None else {}),
         **({"families": families} if families else {}),
         **({"behaviour_differences": differences} if differences else {}),
+        **({"threshold_differences": reached_differences} if reached_differences else {}),
         **({"gate": {"status": gate_status(spec, gates), "records": sorted(gates)}} if gate_block else {})})
     return "\n".join(lines).rstrip("\n") + "\n"
 

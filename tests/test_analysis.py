@@ -359,3 +359,26 @@ def test_decorative_tolerance_is_symmetric_and_catches_small_costs_near_certaint
                                                  "harmful-but-recovered", "decorative", "decorative"]
     with pytest.raises(ValueError, match="tolerances must be >= 0"):
         classify_actions(credit, value, np.ones((1, 6), bool), np.array([True]), relative_tolerance=-1)
+
+
+def test_threshold_differences_pair_the_seeds_that_reached_it_on_both_sides():
+    """Seed 1 of the arm never reaches the threshold: it is left out of the pairing, counted as not reached."""
+    from jaxcredit.analysis.page import first_reach, threshold_comparisons
+    from jaxcredit.comparison import Pair
+
+    def rows(costs):  # one seed per entry: its (main attempts, success) at each evaluation
+        return [{"seed_index": s, "eval_index": j, "success_greedy": ok, "main_episodes": m, "total_env_steps": 10 * m}
+                for s, evals in enumerate(costs) for j, (m, ok) in enumerate(evals)]
+
+    arm = rows([[(0, 0.0), (64, 0.95)], [(0, 0.0), (64, 0.5), (128, 0.8)], [(0, 0.0), (64, 0.0), (128, 1.0)]])
+    ref = rows([[(0, 0.0), (64, 0.5), (128, 0.9)], [(0, 0.0), (64, 0.9)], [(0, 0.0), (64, 0.0), (192, 1.0)]])
+    reach = {"attempts": {"mc": first_reach(arm, 0.9), "outcome": first_reach(ref, 0.9)}}
+    pair = Pair("attempts", "mc", ("attempts", "mc"), "outcome", ("attempts", "outcome"))
+    out = threshold_comparisons([pair, Pair("attempts", "outcome", ("attempts", "outcome"), None, None)], reach)
+    d = out["attempts"]["mc vs outcome"]
+    assert list(out["attempts"]) == ["mc vs outcome"]
+    assert (d["arm_reached"], d["reference_reached"], d["seeds"]) == (2, 3, 3)
+    assert d["main_episodes"]["num_seeds"] == 2 and d["main_episodes"]["mean_diff"] == -64.0  # (64-128 + 128-192) / 2
+    assert d["total_env_steps"]["mean_diff"] == -640.0
+    none = threshold_comparisons([pair], {"attempts": {"mc": first_reach(arm, 2.0), "outcome": first_reach(ref, 2.0)}})
+    assert none["attempts"]["mc vs outcome"]["main_episodes"] is None
