@@ -81,6 +81,10 @@ def test_grid_points_cross_the_shared_axes_with_the_arms_own_in_order():
     assert len(outcome) == 8 and outcome[:2] == [{"learning_rate": 3e-4, "entropy_coef": 0.0, "outcome_baseline": b}
                                                  for b in ("grpo", "rloo")]
     assert PRESETS["mad-study-tuned"].tuning_configs()[("outcome", "p01")].credit_options.baseline == "rloo"
+    tuned = PRESETS["mad-study-tuned"]  # every mad-study arm and the predictor, each on the same grid
+    assert list(tuned.arms) == ["outcome", "mc", "exact", "critic", "predictor"] and tuned.arms["predictor"] == {
+        "credit": "predictor"}
+    assert len(tuned.tuning_configs()) == 12 + 4 * 6  # outcome also on its two baselines
 
 
 def test_choose_point_takes_the_best_mean_and_the_earlier_on_a_tie():

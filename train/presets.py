@@ -163,8 +163,10 @@ PRESETS: dict[str, SweepSpec] = {
 
 PRESETS["mad-study-tuned"] = dataclasses.replace(
     PRESETS["mad-study"], name="mad-study-tuned",
-    description="mad-study with every arm tuned on one grid first (learning rate x entropy bonus, outcome also "
-                "its baseline; 3 tuning seeds at the attempts budget), matched on env steps and on policy evaluations",
+    description="mad-study plus the offline predictor arm (its dataset charged once), every arm tuned on one grid "
+                "first (learning rate x entropy bonus, outcome also its baseline; 3 tuning seeds at the attempts "
+                "budget), matched on env steps and on policy evaluations",
+    arms={**PRESETS["mad-study"].arms, "predictor": {"credit": "predictor"}},
     match_on=("env_steps", "policy_evals"), tune=EQUAL_TUNING, cpu_minutes="not measured yet")
 
 PRESETS["decorative-study"] = SweepSpec(
