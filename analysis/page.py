@@ -415,8 +415,10 @@ def tuning_lines(tune: dict, tuning: dict) -> list:
              f"Every arm was tuned before the study on the same grid, {axes_text(tune['grid'])}"
              + (f" ({extra})" if extra else "") + f", at equal attempts: each grid point ran {tuning['num_seeds']} "
              f"seed(s) ({seeds[0]} to {seeds[-1]}; tuning seeds, not the study's paired seeds) for "
-             f"{tuning['budget']:,} main attempts. Score: the greedy success on the held-out validation set at the "
-             f"last evaluation, mean over the tuning seeds (n). Chosen: {tuning['rule']}. The study's cells ran "
+             f"{tuning['budget']:,} main attempts. Score: the greedy success on the held-out validation set "
+             + ("averaged over the evaluations after the first (the area under the validation curve)"
+                if tuning.get("score") == "area" else "at the last evaluation")
+             + f", mean over the tuning seeds (n). Chosen: {tuning['rule']}. The study's cells ran "
              "every arm at its chosen point; the tables above are on the evaluation set, not the validation set.", "",
              "| arm | point | setting | validation success (mean) | per seed | n | chosen |",
              "| --- | --- | --- | --- | --- | --- | --- |"]

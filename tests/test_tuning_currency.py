@@ -104,6 +104,30 @@ def test_overrides_by_dotted_name():
         apply_overrides(values, {"learning_rate.x": 1})
 
 
+def test_area_score_averages_the_evaluations_after_the_first_and_breaks_ties_at_the_ceiling(tmp_path):
+    """Two points that both end at 1.0 tie on the final score (the first is chosen); on the area the
+    faster one wins. The first evaluation (the untrained network) is left out of the area."""
+    from jaxcredit.train.tuning import tuning_record, validation_scores
+
+    def rows(curve_per_seed):
+        return [{"seed_index": s, "eval_index": j, "validation_success_greedy": v}
+                for s, curve in enumerate(curve_per_seed) for j, v in enumerate(curve)]
+
+    slow, fast = rows([[0.0, 0.5, 1.0], [0.2, 0.25, 1.0]]), rows([[0.0, 1.0, 1.0], [0.2, 0.75, 1.0]])
+    assert validation_scores(slow) == validation_scores(fast) == [1.0, 1.0]
+    assert validation_scores(slow, "area") == [0.75, 0.625] and validation_scores(fast, "area") == [1.0, 0.875]
+    tune = {"grid": {"learning_rate": [1e-3, 3e-3]}}
+    for k, point in enumerate((slow, fast)):
+        os.makedirs(tmp_path / "tune" / "mc" / f"p{k:02d}")
+        with open(tmp_path / "tune" / "mc" / f"p{k:02d}" / "metrics.jsonl", "w") as f:
+            f.write("".join(json.dumps(r) + "\n" for r in point))
+    final = tuning_record(tune, ["mc"], str(tmp_path), budget=8)
+    area = tuning_record({**tune, "score": "area"}, ["mc"], str(tmp_path), budget=8)
+    assert final["arms"]["mc"]["chosen"] == "p00" and "score" not in final and "final" in final["rule"]
+    assert area["arms"]["mc"]["chosen"] == "p01" and area["score"] == "area" and "area under" in area["rule"]
+    assert area["arms"]["mc"]["points"][1]["mean"] == 0.9375
+
+
 def test_bad_tune_and_match_on_are_refused_before_any_work(tmp_path):
     import dataclasses
 
@@ -111,6 +135,7 @@ def test_bad_tune_and_match_on_are_refused_before_any_work(tmp_path):
                             (dict(tune={**TUNE, "grid": {}}), "tune.grid must be a non-empty object"),
                             (dict(tune={**TUNE, "grid": {"learning_rate": [-1.0]}}), "config.learning_rate"),
                             (dict(tune={**TUNE, "seeds": 3}), r"unknown field\(s\) \['seeds'\]"),
+                            (dict(tune={**TUNE, "score": "best"}), "tune.score must be one of final, area"),
                             (dict(match_on=("flops",)), "match_on must list one or both of env_steps, policy_evals")):
         with pytest.raises(ValueError, match=message):
             run_sweep(dataclasses.replace(SPEC, **change), str(tmp_path / "x"), progress=False)

@@ -10,17 +10,23 @@ A sweep's `tune` is a JSON object:
 - `num_seeds` (default 3) and `seed` (default 1000): the tuning runs' seeds, `seed .. seed +
   num_seeds - 1`, by default apart from the study's (`0 .. N - 1`), so that no setting is chosen on
   the seeds the study then reports; the same for every arm and grid point;
-- `budget` (default: the sweep's `attempts` budget): main attempts per tuning run.
+- `budget` (default: the sweep's `attempts` budget): main attempts per tuning run;
+- `score` (default `final`): what a point is scored on, per tuning seed: `final`, the greedy
+  validation success at its last evaluation; or `area`, its mean over the evaluations after the
+  first (the area under the validation curve; the first evaluation, of the untrained network, is
+  the same at every point of an arm), for studies where every point ends at the ceiling and the
+  question is how fast an arm gets there.
 
 An arm's grid points are the Cartesian product of the grid's axes, then its own, each axis in
 the order written: the first axis varies slowest. Every point is one run directory,
 `OUT/tune/<arm>/p<k>` (k from 0), at the attempts budget (`budget_counter="main_episodes"`),
 run through the sweep's backend like any cell (resumed, timed, with progress). The score of a
 point is the mean over the tuning seeds of the greedy success on the held-out validation set at
-its last evaluation (`validation_success_greedy`); the chosen point is the one with the highest
-score, ties to the earlier point (`choose_point`). The sweep's cells then run every arm at its
-chosen point (matched-regime partners at their own), and `OUT/tuning.json` records every point's
-overrides, per-seed scores, n and the chosen point per arm (`tuning_record`).
+its last evaluation (`validation_success_greedy`; or over its evaluations, `score: area`); the
+chosen point is the one with the highest score, ties to the earlier point (`choose_point`). The
+sweep's cells then run every arm at its chosen point (matched-regime partners at their own), and
+`OUT/tuning.json` records every point's overrides, per-seed scores, n and the chosen point per
+arm (`tuning_record`).
 """
 
 from __future__ import annotations
@@ -32,11 +38,14 @@ import numpy as np
 
 from jaxcredit.train.rundir import read_jsonl
 
-TUNE_FIELDS = ("grid", "arm_grid", "num_seeds", "seed", "budget")
+TUNE_FIELDS = ("grid", "arm_grid", "num_seeds", "seed", "budget", "score")
+TUNE_SCORES = ("final", "area")
 DEFAULT_TUNE_SEEDS, DEFAULT_TUNE_SEED = 3, 1000
 TUNE_METRIC = "validation_success_greedy"  # at each seed's last evaluation, mean over the tuning seeds
 TUNE_RULE = ("the highest mean over the tuning seeds of the final greedy validation success; ties to the earlier "
              "grid point")
+TUNE_RULE_AREA = ("the highest mean over the tuning seeds of the greedy validation success averaged over the "
+                  "evaluations after the first (the area under the validation curve); ties to the earlier grid point")
 
 
 def check_tune(tune: dict, arms) -> None:
@@ -57,6 +66,8 @@ def check_tune(tune: dict, arms) -> None:
         shared = sorted(set(axes) & set(tune["grid"]))
         if shared:
             raise ValueError(f"tune.arm_grid.{arm}: {shared} already in tune.grid")
+    if tune.get("score", "final") not in TUNE_SCORES:
+        raise ValueError(f"tune.score must be one of {', '.join(TUNE_SCORES)}, got {tune['score']!r}")
     for field, low in (("num_seeds", 1), ("seed", 0), ("budget", 1)):
         value = tune.get(field)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
@@ -90,13 +101,20 @@ def tune_seeds(tune: dict) -> tuple[int, int]:
     return int(tune.get("num_seeds", DEFAULT_TUNE_SEEDS)), int(tune.get("seed", DEFAULT_TUNE_SEED))
 
 
-def validation_scores(rows: list) -> list[float]:
-    """Per seed (sorted by index), `TUNE_METRIC` at the seed's last evaluation in a run's metrics rows."""
-    last: dict = {}
+def validation_scores(rows: list, score: str = "final") -> list[float]:
+    """Per seed (sorted by index), `TUNE_METRIC` at the seed's last evaluation in a run's metrics
+    rows (`score="final"`), or its mean over the seed's evaluations after the first (`"area"`)."""
+    if score not in TUNE_SCORES:
+        raise ValueError(f"tune.score must be one of {', '.join(TUNE_SCORES)}, got {score!r}")
+    per_seed: dict = {}
     for row in rows:
-        if row["seed_index"] not in last or row["eval_index"] > last[row["seed_index"]]["eval_index"]:
-            last[row["seed_index"]] = row
-    return [float(last[seed][TUNE_METRIC]) for seed in sorted(last)]
+        per_seed.setdefault(row["seed_index"], []).append(row)
+    out = []
+    for seed in sorted(per_seed):
+        mine = sorted(per_seed[seed], key=lambda r: r["eval_index"])
+        values = [float(r[TUNE_METRIC]) for r in mine]
+        out.append(values[-1] if score == "final" else float(np.mean(values[1:] or values)))
+    return out
 
 
 def choose_point(scores: list) -> int:
@@ -112,12 +130,15 @@ def tuning_record(tune: dict, arms, out: str, *, budget: int) -> dict:
     """The `tuning.json` of a sweep whose tuning runs in `out/tune/` have finished: per arm, every
     point's overrides, per-seed scores, mean and n, and the chosen point (`choose_point`)."""
     num_seeds, seed = tune_seeds(tune)
-    record = {"metric": TUNE_METRIC, "rule": TUNE_RULE, "budget": budget, "budget_counter": "main_episodes",
-              "num_seeds": num_seeds, "seeds": list(range(seed, seed + num_seeds)), "arms": {}}
+    score = tune.get("score", "final")
+    record = {"metric": TUNE_METRIC, "rule": TUNE_RULE if score == "final" else TUNE_RULE_AREA, "budget": budget,
+              "budget_counter": "main_episodes", "num_seeds": num_seeds, "seeds": list(range(seed, seed + num_seeds)),
+              **({"score": score} if score != "final" else {}), "arms": {}}
     for arm in arms:
         points = []
         for k, overrides in enumerate(tune_points(tune, arm)):
-            scores = validation_scores(read_jsonl(os.path.join(out, "tune", arm, point_name(k), "metrics.jsonl")))
+            scores = validation_scores(read_jsonl(os.path.join(out, "tune", arm, point_name(k), "metrics.jsonl")),
+                                       score)
             points.append({"point": point_name(k), "overrides": overrides, "scores": scores,
                            "mean": float(np.mean(scores)), "n": len(scores)})
         chosen = choose_point([p["scores"] for p in points])
