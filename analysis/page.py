@@ -211,6 +211,17 @@ def cell_behaviour(rows: list) -> dict:
     return {"seeds": len(last), **means} if means else {}
 
 
+def _paired_cells(pairs: list, lookup):
+    """`(pair, arm_value, reference_value)` for each pair with a reference cell whose two cells
+    `lookup(cell)` finds (a value that is not None or empty)."""
+    for pair in pairs:
+        if pair.reference_cell is None:
+            continue
+        arm, ref = lookup(pair.arm_cell), lookup(pair.reference_cell)
+        if arm and ref:
+            yield pair, arm, ref
+
+
 def behaviour_comparisons(pairs: list, rows: dict) -> dict:
     """Per regime, per compared pair (`"arm vs reference"`), the paired difference arm − reference
     of every `cell_behaviour` key both cells record (episode length, each action rate, sampled
@@ -218,12 +229,7 @@ def behaviour_comparisons(pairs: list, rows: dict) -> dict:
     jaxcredit.stats.paired_t(...)}}}`. `rows`: `{"regime/cell": metrics rows}`; pairs whose cells
     are not both in `rows` (or have no common seed) are left out."""
     out: dict = {}
-    for pair in pairs:
-        if pair.reference_cell is None:
-            continue
-        arm_rows, ref_rows = rows.get("/".join(pair.arm_cell)), rows.get("/".join(pair.reference_cell))
-        if not arm_rows or not ref_rows:
-            continue
+    for pair, arm_rows, ref_rows in _paired_cells(pairs, lambda cell: rows.get("/".join(cell))):
         arm_last, ref_last = _last_rows(arm_rows), _last_rows(ref_rows)
         seeds = sorted(set(arm_last) & set(ref_last))
         keys = [k for k in cell_behaviour(arm_rows) if k != "seeds" and seeds and k in ref_last[seeds[0]]]
@@ -244,12 +250,7 @@ def threshold_comparisons(pairs: list, reach: dict) -> dict:
     sides). `reach`: `{regime: {cell: first_reach(...)}}`; pairs whose cells are not both there
     are left out."""
     out: dict = {}
-    for pair in pairs:
-        if pair.reference_cell is None:
-            continue
-        arm, ref = (reach.get(cell[0], {}).get(cell[1]) for cell in (pair.arm_cell, pair.reference_cell))
-        if arm is None or ref is None:
-            continue
+    for pair, arm, ref in _paired_cells(pairs, lambda cell: reach.get(cell[0], {}).get(cell[1])):
         arm_at, ref_at = ({seed: i for i, seed in enumerate(r["seeds"])} for r in (arm, ref))
         both = [s for s in arm_at if s in ref_at and arm["reached"][arm_at[s]] and ref["reached"][ref_at[s]]]
         entry = {"arm_reached": int(sum(arm["reached"])), "reference_reached": int(sum(ref["reached"])),

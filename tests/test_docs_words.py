@@ -57,3 +57,15 @@ def test_the_check_names_file_line_and_word(tmp_path):
     page = tmp_path / "p.md"
     page.write_text("# P\n\nA helper function.\nMeasured in the fourth Session.\nA sessionless line.\n")
     assert _process_words([page], root=tmp_path) == ["p.md:3: 'helper'", "p.md:4: 'Session'"]
+
+
+# A published page names paths a reader has: relative to the repository, not the directory of the
+# machine the run was made on. Records keep the paths their runs wrote.
+MACHINE_PATH = re.compile(r"(?<![\w.])/(?:work|home|root)/")
+
+
+def test_published_pages_name_no_machine_paths():
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "docs").rglob("*.json"))]
+    found = [f"{page.relative_to(ROOT)}:{number}" for page in pages if "record" not in page.relative_to(ROOT).parts
+             for number, line in enumerate(page.read_text().splitlines(), start=1) if MACHINE_PATH.search(line)]
+    assert not found, "absolute machine paths on published pages:\n" + "\n".join(found)

@@ -39,13 +39,16 @@ import numpy as np
 from jaxcredit.train.rundir import read_jsonl
 
 TUNE_FIELDS = ("grid", "arm_grid", "num_seeds", "seed", "budget", "score")
-TUNE_SCORES = ("final", "area")
 DEFAULT_TUNE_SEEDS, DEFAULT_TUNE_SEED = 3, 1000
 TUNE_METRIC = "validation_success_greedy"  # at each seed's last evaluation, mean over the tuning seeds
-TUNE_RULE = ("the highest mean over the tuning seeds of the final greedy validation success; ties to the earlier "
-             "grid point")
-TUNE_RULE_AREA = ("the highest mean over the tuning seeds of the greedy validation success averaged over the "
-                  "evaluations after the first (the area under the validation curve); ties to the earlier grid point")
+# `tune.score` -> the rule `tuning.json` states for it.
+TUNE_RULES = {
+    "final": ("the highest mean over the tuning seeds of the final greedy validation success; ties to the earlier "
+              "grid point"),
+    "area": ("the highest mean over the tuning seeds of the greedy validation success averaged over the "
+             "evaluations after the first (the area under the validation curve); ties to the earlier grid point"),
+}
+TUNE_SCORES = tuple(TUNE_RULES)
 
 
 def check_tune(tune: dict, arms) -> None:
@@ -66,12 +69,16 @@ def check_tune(tune: dict, arms) -> None:
         shared = sorted(set(axes) & set(tune["grid"]))
         if shared:
             raise ValueError(f"tune.arm_grid.{arm}: {shared} already in tune.grid")
-    if tune.get("score", "final") not in TUNE_SCORES:
-        raise ValueError(f"tune.score must be one of {', '.join(TUNE_SCORES)}, got {tune['score']!r}")
+    _check_score(tune.get("score", "final"))
     for field, low in (("num_seeds", 1), ("seed", 0), ("budget", 1)):
         value = tune.get(field)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
             raise ValueError(f"tune.{field} must be an integer >= {low}, got {value!r}")
+
+
+def _check_score(score) -> None:
+    if score not in TUNE_RULES:
+        raise ValueError(f"tune.score must be one of {', '.join(TUNE_SCORES)}, got {score!r}")
 
 
 def _check_axes(where: str, axes) -> None:
@@ -104,8 +111,7 @@ def tune_seeds(tune: dict) -> tuple[int, int]:
 def validation_scores(rows: list, score: str = "final") -> list[float]:
     """Per seed (sorted by index), `TUNE_METRIC` at the seed's last evaluation in a run's metrics
     rows (`score="final"`), or its mean over the seed's evaluations after the first (`"area"`)."""
-    if score not in TUNE_SCORES:
-        raise ValueError(f"tune.score must be one of {', '.join(TUNE_SCORES)}, got {score!r}")
+    _check_score(score)
     per_seed: dict = {}
     for row in rows:
         per_seed.setdefault(row["seed_index"], []).append(row)
@@ -131,7 +137,7 @@ def tuning_record(tune: dict, arms, out: str, *, budget: int) -> dict:
     point's overrides, per-seed scores, mean and n, and the chosen point (`choose_point`)."""
     num_seeds, seed = tune_seeds(tune)
     score = tune.get("score", "final")
-    record = {"metric": TUNE_METRIC, "rule": TUNE_RULE if score == "final" else TUNE_RULE_AREA, "budget": budget,
+    record = {"metric": TUNE_METRIC, "rule": TUNE_RULES[score], "budget": budget,
               "budget_counter": "main_episodes", "num_seeds": num_seeds, "seeds": list(range(seed, seed + num_seeds)),
               **({"score": score} if score != "final" else {}), "arms": {}}
     for arm in arms:
