@@ -126,6 +126,14 @@ def test_area_score_averages_the_evaluations_after_the_first_and_breaks_ties_at_
     assert final["arms"]["mc"]["chosen"] == "p00" and "score" not in final and "final" in final["rule"]
     assert area["arms"]["mc"]["chosen"] == "p01" and area["score"] == "area" and "area under" in area["rule"]
     assert area["arms"]["mc"]["points"][1]["mean"] == 0.9375
+    # a point directory trained at another setting than its grid point is refused, not scored
+    for k, rate in enumerate((1e-3, 3e-3)):
+        with open(tmp_path / "tune" / "mc" / f"p{k:02d}" / "config.json", "w") as f:
+            json.dump({"learning_rate": rate, "credit_options": {"continuations": 2}}, f)
+    assert tuning_record(tune, ["mc"], str(tmp_path), budget=8)["arms"]["mc"]["chosen"] == "p00"
+    with pytest.raises(ValueError, match=r"p00 is not the grid point it is named for: learning_rate is 0.001 there, "
+                                         r"0.003 in the grid"):
+        tuning_record({"grid": {"learning_rate": [3e-3, 1e-3]}}, ["mc"], str(tmp_path), budget=8)
 
 
 def test_bad_tune_and_match_on_are_refused_before_any_work(tmp_path):

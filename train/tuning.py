@@ -36,6 +36,7 @@ import os
 
 import numpy as np
 
+from jaxcredit.rundir_io import read_json
 from jaxcredit.train.rundir import read_jsonl
 
 TUNE_FIELDS = ("grid", "arm_grid", "num_seeds", "seed", "budget", "score")
@@ -123,6 +124,28 @@ def validation_scores(rows: list, score: str = "final") -> list[float]:
     return out
 
 
+def _config_value(config: dict, field: str):
+    """`config`'s value of a tuned field (`credit_options.NAME` reads the arm's options)."""
+    for part in field.split("."):
+        config = config.get(part) if isinstance(config, dict) else None
+    return config
+
+
+def _check_point_config(run: str, overrides: dict) -> None:
+    """Raise `ValueError` when the run directory `run` was trained with other values than the grid
+    point's `overrides` (its `config.json`, where it has one): a grid whose axes are listed in
+    another order numbers its points otherwise, and its scores would go to the wrong settings."""
+    path = os.path.join(run, "config.json")
+    if not os.path.exists(path):
+        return
+    config = read_json(path)
+    wrong = {f: (v, _config_value(config, f)) for f, v in overrides.items() if _config_value(config, f) != v}
+    if wrong:
+        raise ValueError(f"{run} is not the grid point it is named for: "
+                         + ", ".join(f"{f} is {got!r} there, {want!r} in the grid" for f, (want, got) in wrong.items())
+                         + " (the grid's axes in another order number the points otherwise)")
+
+
 def choose_point(scores: list) -> int:
     """The index of the chosen point: the highest mean of its per-seed `scores` (one list per
     point), the earliest on a tie."""
@@ -143,8 +166,9 @@ def tuning_record(tune: dict, arms, out: str, *, budget: int) -> dict:
     for arm in arms:
         points = []
         for k, overrides in enumerate(tune_points(tune, arm)):
-            scores = validation_scores(read_jsonl(os.path.join(out, "tune", arm, point_name(k), "metrics.jsonl")),
-                                       score)
+            run = os.path.join(out, "tune", arm, point_name(k))
+            _check_point_config(run, overrides)
+            scores = validation_scores(read_jsonl(os.path.join(run, "metrics.jsonl")), score)
             points.append({"point": point_name(k), "overrides": overrides, "scores": scores,
                            "mean": float(np.mean(scores)), "n": len(scores)})
         chosen = choose_point([p["scores"] for p in points])
