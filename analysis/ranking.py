@@ -42,7 +42,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from scipy import stats
 
 from jaxcredit.analysis.classes import CLASSES, classify_actions, decorative_tolerance
@@ -54,7 +53,7 @@ from jaxcredit.env import Environment
 from jaxcredit.policy_fn import PolicyFn
 from jaxcredit.rollout import Trajectory, rollout
 from jaxcredit.stats import t_interval
-from jaxcredit.value_fit import critic_loss
+from jaxcredit.value_fit import critic_loss, full_batch_adam
 
 RANK_CLASSES = ("load-bearing", "decorative", "harmful-but-recovered", "harmful", "neutral")
 PROGRESS_LABELS = ("progress-soft", "progress-hard", "progress-model")
@@ -161,15 +160,8 @@ def _fit(env, policy_fn, value_fn, params, trajectory, learning_rate, *, steps):
     def loss(p):
         return critic_loss(value_fn, p, batch, context_.options.coef)
 
-    optimizer = optax.chain(optax.clip_by_global_norm(MAX_GRAD_NORM), optax.adam(learning_rate))
-
-    def step(carry, _):
-        p, opt_state = carry
-        value, grads = jax.value_and_grad(loss)(p)
-        updates, opt_state = optimizer.update(grads, opt_state, p)
-        return (optax.apply_updates(p, updates), opt_state), value
-
-    (params, _), losses = jax.lax.scan(step, (params, optimizer.init(params)), None, length=steps)
+    params, losses = full_batch_adam(loss, params, steps=steps, learning_rate=learning_rate,
+                                     max_grad_norm=MAX_GRAD_NORM)
     return params, jnp.append(losses, loss(params))
 
 

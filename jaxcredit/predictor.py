@@ -29,7 +29,6 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
-import optax
 
 from jaxcredit.afterstate import input_steps_per_state, policy_observations
 from jaxcredit.env import Environment, State
@@ -37,6 +36,7 @@ from jaxcredit.ledger import Counts
 from jaxcredit.policy_fn import PolicyFn, action_probabilities
 from jaxcredit.rollout import branch_returns, rollout
 from jaxcredit.solver_values import reference_values
+from jaxcredit.value_fit import full_batch_adam
 
 PREDICTOR_FILE = "predictor.json"  # a run directory's record of the dataset and the held-out accuracy, per seed
 PREDICTOR_COUNTS = ("dataset_states", "dataset_pairs", "states", "pairs", "sign_pairs")  # integers in that file
@@ -96,7 +96,6 @@ def fit_predictor(q_fn: PolicyFn, q_params: Any, data: PredictorData, *, steps: 
                   learning_rate: float) -> tuple[Any, jax.Array]:
     """`(params, loss float32 [steps])`: `steps` full-batch Adam steps (gradients clipped to norm 1)
     on the mean squared error of `Q̂` over the dataset's valid (state, action) pairs."""
-    optimizer = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(learning_rate))
     count = jnp.maximum(data.valid.sum(), 1)
 
     def loss(params):
@@ -104,14 +103,7 @@ def fit_predictor(q_fn: PolicyFn, q_params: Any, data: PredictorData, *, steps: 
                           0.0)
         return jnp.sum(error**2) / count
 
-    def step(carry, _):
-        params, opt_state = carry
-        value, grads = jax.value_and_grad(loss)(params)
-        updates, opt_state = optimizer.update(grads, opt_state, params)
-        return (optax.apply_updates(params, updates), opt_state), value
-
-    (q_params, _), losses = jax.lax.scan(step, (q_params, optimizer.init(q_params)), None, length=steps)
-    return q_params, losses
+    return full_batch_adam(loss, q_params, steps=steps, learning_rate=learning_rate, max_grad_norm=1.0)
 
 
 def _pearson(x: jax.Array, y: jax.Array, weight: jax.Array) -> jax.Array:

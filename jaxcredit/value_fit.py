@@ -39,6 +39,23 @@ def critic_loss(value_fn, value_params, critic_batch, coef) -> jax.Array:
     return coef * jnp.sum(error**2) / jnp.maximum(valid.sum(), 1)
 
 
+def full_batch_adam(loss: Callable[[Any], jax.Array], params: Any, *, steps: int, learning_rate: float,
+                    max_grad_norm: float) -> tuple[Any, jax.Array]:
+    """`(params, losses float32 [steps])`: `steps` Adam steps (gradients clipped to global norm
+    `max_grad_norm`) on the scalar `loss(params)` from `params`, each step's loss taken before its
+    update. The predictor's and the ranking study's fits of a model on a fixed dataset."""
+    optimizer = optax.chain(optax.clip_by_global_norm(max_grad_norm), optax.adam(learning_rate))
+
+    def step(carry, _):
+        p, opt_state = carry
+        value, grads = jax.value_and_grad(loss)(p)
+        updates, opt_state = optimizer.update(grads, opt_state, p)
+        return (optax.apply_updates(p, updates), opt_state), value
+
+    (params, _), losses = jax.lax.scan(step, (params, optimizer.init(params)), None, length=steps)
+    return params, losses
+
+
 def fit_value_head(context: CreditContext, key: jax.Array, draw_episodes: Callable[[jax.Array], Any], *,
                    steps: int) -> LabelFit:
     """The value head of `context.config.credit`'s arm fitted on π's (`context.policy_fn`,
