@@ -16,6 +16,8 @@ processes and every subprocess they launch (they inherit the environment):
   jaxcredit took them ~47 s instead of ~4 s, and that one test ran 230-300 s.
 Set `JAXCREDIT_TEST_FULL_XLA=1` to run the suite with XLA's default optimisation and no cache.
 
+The costliest files run first (`pytest_collection_modifyitems`, from `tests/file_costs.json`).
+
 `JAXCREDIT_TEST_CPU_LOG=FILE` appends one JSON line per test phase to FILE: its node id, phase,
 wall seconds and CPU seconds (this process, and the subprocesses it waited for). CPU seconds
 depend far less on other jobs than wall time does, so they say where the suite's time goes on a
@@ -69,6 +71,28 @@ def _log_phase(item, phase: str):
     with open(path, "a") as f:  # one short line per write: appends from the xdist workers do not interleave
         f.write(json.dumps({"test": item.nodeid, "phase": phase, "wall": time.perf_counter() - wall,
                             "cpu": after[0] - own, "children_cpu": after[1] - children}) + "\n")
+
+
+FILE_COSTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "file_costs.json")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Run the costliest test files first (`file_costs.json`: wall seconds per file, written by
+    `tests/cpu_report.py --write-costs`; a file it lacks counts as the median). `--dist loadfile`
+    hands whole files to the workers in this order, so the long files start early and the short
+    ones fill in at the end instead of one long file running alone on one worker. The order
+    within a file is kept."""
+    try:
+        with open(FILE_COSTS) as f:
+            costs = json.load(f)
+    except (OSError, ValueError):
+        return
+    known = sorted(costs.values())
+    median = known[len(known) // 2] if known else 0.0
+    first_seen = {}
+    for item in items:
+        first_seen.setdefault(item.path.name, len(first_seen))
+    items.sort(key=lambda item: (-costs.get(item.path.name, median), first_seen[item.path.name]))
 
 
 @pytest.hookimpl(hookwrapper=True)

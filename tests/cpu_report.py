@@ -1,18 +1,25 @@
-"""Sum a `JAXCREDIT_TEST_CPU_LOG` file per test file: `python tests/cpu_report.py FILE [--tests N]`.
+"""Sum a `JAXCREDIT_TEST_CPU_LOG` file per test file: `python tests/cpu_report.py FILE [--tests N]
+[--write-costs]`.
 
 Prints the files by CPU seconds (this process plus waited-for subprocesses), with wall seconds
-beside them, and the N costliest single tests. Not a test module (pytest collects `test_*.py` only).
+beside them, and the N costliest single tests. `--write-costs` also writes each logged file's
+wall seconds into `tests/file_costs.json` (files the log lacks keep their entries), the table
+`conftest.py` orders the files by. Not a test module (pytest collects `test_*.py` only).
 """
 
 import argparse
 import collections
 import json
+import os
+
+COSTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "file_costs.json")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("log")
     parser.add_argument("--tests", type=int, default=25, help="how many single tests to list")
+    parser.add_argument("--write-costs", action="store_true", help=f"update {os.path.basename(COSTS)}")
     args = parser.parse_args()
     files, tests = collections.defaultdict(lambda: [0.0, 0.0]), collections.defaultdict(lambda: [0.0, 0.0])
     with open(args.log) as f:
@@ -29,6 +36,12 @@ def main() -> None:
     print(f"\n{'cpu s':>8} {'wall s':>8}  the {args.tests} costliest tests (setup + call + teardown)")
     for name, (cpu, wall) in sorted(tests.items(), key=lambda kv: -kv[1][0])[:args.tests]:
         print(f"{cpu:8.1f} {wall:8.1f}  {name}")
+    if args.write_costs:
+        costs = json.load(open(COSTS)) if os.path.exists(COSTS) else {}
+        costs.update({os.path.basename(name): round(wall, 1) for name, (_, wall) in files.items()})
+        with open(COSTS, "w") as f:
+            json.dump(dict(sorted(costs.items())), f, indent=2)
+            f.write("\n")
 
 
 if __name__ == "__main__":
