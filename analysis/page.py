@@ -137,12 +137,12 @@ def sweep_timing(path: str, regimes: list) -> dict:
     """Wall time per cell and regime, dates, machines and load, from the cells' `timing.json`."""
     cells, machines, loads, starts, ends = {}, [], [], [], []
     for name, run in _cell_runs(path, regimes).items():
-        sessions = read_timing(run)
-        cell = {"sessions": len(sessions), "segment_seconds": round(_segment_seconds(run), 3),
+        entries = read_timing(run)  # one entry per start of the cell's run: the first, then each resume
+        cell = {"starts": len(entries), "segment_seconds": round(_segment_seconds(run), 3),
                 "finished": is_finished(run)}
-        if sessions:
-            cell["wall_seconds"] = round(sum(float(s["wall_seconds"]) for s in sessions), 3)
-            for s in sessions:
+        if entries:
+            cell["wall_seconds"] = round(sum(float(s["wall_seconds"]) for s in entries), 3)
+            for s in entries:
                 begun = datetime.datetime.strptime(s["started"], _TIME)
                 starts.append(begun)
                 ends.append(begun + datetime.timedelta(seconds=float(s["wall_seconds"])))

@@ -130,6 +130,10 @@ def test_page_numbers_match_the_run_directory(regenerated):
     assert page.count(f"gradient norm clip {clip}") == 2 and "gradient norm clip None" not in page
     summary = json.loads((regenerated / "tiny-sweep-page/tiny-sweep/summary.json").read_text())
     assert summary["cells"]["attempts/mc"]["measures"]["final_success"] == [r["success_greedy"] for r in mc]
+    # each cell's starts (the first run and each resume) are its timing.json entries
+    for name, cell in summary["timing"]["cells"].items():
+        entries = json.loads((DATA / "tiny-sweep" / name / TIMING_NAME).read_text())["sessions"]
+        assert cell["starts"] == len(entries) and "sessions" not in cell, name
 
 
 def summary_of(regenerated: Path) -> dict:
