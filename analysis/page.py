@@ -149,7 +149,12 @@ def sweep_timing(path: str, regimes: list) -> dict:
                 loads += [x for key in ("start", "end") for x in s.get("load_average", {}).get(key, [])[:1]]
                 if s.get("machine") and s["machine"] not in machines:
                     machines.append(s["machine"])
+            cell["_machines"] = sorted({machines.index(s["machine"]) for s in entries if s.get("machine")})
         cells[name] = cell
+    for cell in cells.values():  # which machine ran each cell: recorded only when the cells ran on several
+        ran_on = cell.pop("_machines", [])
+        if len(machines) > 1 and ran_on:
+            cell["machines"] = ran_on
     regime_totals = {}
     for regime in regimes:
         mine = [c for name, c in cells.items() if name.split("/")[0] == regime]
@@ -298,6 +303,34 @@ def _libraries_text(machine: dict) -> str:
     return "; " + ", ".join(f"{name} {version}" for name, version in libraries.items()) if libraries else ""
 
 
+def _cells_by_machine(timing: dict) -> str:
+    """Which machine ran which cells, when cells ran on more than one ("" otherwise): per machine, its
+    cells' count per regime, the cells named where a regime is split between machines."""
+    machines = timing["machines"]
+    if len(machines) < 2:
+        return ""
+    per_regime: dict = {}
+    for name, cell in timing["cells"].items():
+        for index in cell.get("machines", []):
+            per_regime.setdefault(name.split("/")[0], {}).setdefault(index, []).append(name)
+    parts = []
+    for index, m in enumerate(machines):
+        cpu = (m.get("cpu") or {}).get("model", m.get("host", "?"))
+        mine = []
+        for regime, split in per_regime.items():
+            names = split.get(index, [])
+            if names:
+                named = len(split) > 1 and len(names) <= 8  # a regime split between machines: name the few
+                listed = f" ({', '.join(n.split('/', 1)[1] for n in names)})" if named else ""
+                mine.append(f"{regime} {len(names)} cell{'s' if len(names) != 1 else ''}{listed}")
+        parts.append(f"machine {index + 1} ({m.get('host', '?')}, {cpu}): " + ("; ".join(mine) or "no cells"))
+    both = [name for name, cell in timing["cells"].items() if len(cell.get("machines", [])) > 1]
+    resumed = f" ({len(both)} resumed on another machine, counted under each: {', '.join(both)})" if both else ""
+    return " / ".join(parts) + resumed + (". Seeds stay paired across machines (the same initial parameters and "
+                                          "problems); the same seed trains to other numbers on another CPU, so "
+                                          "comparisons across machines rest on the intervals")
+
+
 def _header_rows(spec: dict, timing: dict, cells_done: int, expected: list, missing: list) -> list:
     regimes = sweep_regimes(spec)
     base = spec.get("base", {})
@@ -326,6 +359,7 @@ def _header_rows(spec: dict, timing: dict, cells_done: int, expected: list, miss
         if timing["load_average_1min"]:
             low, high = timing["load_average_1min"]
             machine += f"; 1-minute load average at the cells' starts and ends: {low:g} to {high:g}"
+    by_machine = _cells_by_machine(timing)
     budgets = "; ".join(f"{r}: {spec['budgets'][r]:,} {'main attempts' if r == 'attempts' else 'total env steps'} "
                         "per run" if r in spec.get("budgets", {}) else f"{r}: {regime_meaning(r)}" for r in regimes)
     arms = spec.get("arms", {})
@@ -334,7 +368,8 @@ def _header_rows(spec: dict, timing: dict, cells_done: int, expected: list, miss
     if missing:
         cells += " (not in the tables: " + ", ".join(missing) + ")"
     return ["| | |", "| --- | --- |", f"| sweep | `{spec.get('name', '?')}`: {spec.get('description', '')} |",
-            f"| measured run time | {run_time} |", f"| machine | {machine} |", f"| date | {dates} |",
+            f"| measured run time | {run_time} |", f"| machine | {machine} |",
+            *([f"| machine by cell | {by_machine} |"] if by_machine else []), f"| date | {dates} |",
             f"| study size | {size} |", f"| cells | {cells} |", "",
             "Arms: " + "; ".join(f"`{arm}` ({_fields_text(arms[arm])})" for arm in sweep_credits(spec)) + ".", ""]
 

@@ -45,8 +45,9 @@ def _write_json(path: str, obj) -> None:
 
 
 def markdown_links(text: str) -> list[str]:
-    """The targets of the Markdown links and images in `text` (relative paths as written)."""
-    return re.findall(r"\]\(([^)\s]+)\)", text)
+    """The files the Markdown links and images in `text` point to (relative paths as written, without
+    a `#section` anchor; links to a section of the same page are left out)."""
+    return [target.split("#", 1)[0] for target in re.findall(r"\]\(([^)\s]+)\)", text) if not target.startswith("#")]
 
 
 def _finish(path: str, text: str) -> str:

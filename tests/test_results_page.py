@@ -339,3 +339,30 @@ def test_timed_cell_heartbeat_keeps_a_killed_session(tmp_path):
     assert len(during) == 1 and during[0]["finished"] is False and during[0]["wall_seconds"] > 0
     after = read_timing(str(cell))
     assert len(after) == 1 and after[0]["wall_seconds"] >= during[0]["wall_seconds"]
+
+
+def test_cells_from_two_machines_are_named_per_machine(tmp_path):
+    """A sweep whose cells ran on two CPUs records each cell's machine and names them on the page;
+    a cell resumed on the second machine counts under both."""
+    from jaxcredit.analysis.page import _cells_by_machine, sweep_timing
+    sweep = tmp_path / "tiny-sweep"
+    shutil.copytree(DATA / "tiny-sweep", sweep)
+    other = {"host": "box", "cpu": {"model": "Other CPU", "vector": []}}
+    path = sweep / "fixed-steps/mc" / TIMING_NAME
+    record = json.loads(path.read_text())
+    record["sessions"] = [{**s, "machine": {**s["machine"], **other}} for s in record["sessions"]]
+    path.write_text(json.dumps(record))
+    path = sweep / "attempts/mc" / TIMING_NAME
+    record = json.loads(path.read_text())
+    record["sessions"].append({**record["sessions"][0], "machine": {**record["sessions"][0]["machine"], **other}})
+    path.write_text(json.dumps(record))
+    timing = sweep_timing(str(sweep), ["attempts", "matched", "fixed-steps"])
+    assert len(timing["machines"]) == 2
+    assert timing["cells"]["fixed-steps/mc"]["machines"] == [1]
+    assert timing["cells"]["attempts/mc"]["machines"] == [0, 1]
+    text = _cells_by_machine(timing)
+    assert "machine 2 (box, Other CPU): attempts 1 cell (mc); fixed-steps 1 cell (mc)" in text
+    assert "1 resumed on another machine, counted under each: attempts/mc" in text
+    # one machine: nothing recorded per cell, no row
+    one = sweep_timing(str(DATA / "tiny-sweep"), ["attempts", "matched", "fixed-steps"])
+    assert _cells_by_machine(one) == "" and all("machines" not in c for c in one["cells"].values())

@@ -9,17 +9,16 @@ makes a study long: its length is the label arms' label work, in outcome iterati
   vmapped program per cell; about 5 minutes on a 2-core CPU.
   The README's main-job command runs it.
 - `mad-study`: default MAD, outcome vs mc vs exact vs critic, 5 paired seeds.
-- `arithmetic-study`: arithmetic with the legal-action menu, outcome vs `solver-uniform` (credit
-  `solver`: exact values under the uniform reference) vs `exact-policy` (credit `exact`: exact
-  values under the current policy) vs `solver-optimal`, evaluated per family on the families
-  within the environment's bound (`default`, `small_targets`, `multiplication`; numbers up to 9);
-  plus the three
-  value-target objectives on the same uniform-reference values as `solver-uniform` (`dense-uniform`,
-  `pairwise-uniform`, `hard-uniform`: credit `solver`, `objective` dense / pairwise / hard; see
-  `jaxcredit.objectives`), so they differ from `solver-uniform` only in the loss: the same labels at
-  the same ledger cost, used on every legal action instead of the taken one. (Sweeps written
-  before `solver-uniform` was renamed call it `exact-uniform`: they still read, and resuming one
-  says so.)
+- `arithmetic-study`: arithmetic on the rung the learnability gate passed on (afterstate input,
+  three numbers, turns left shown; `docs/results/arithmetic-gates.json`), outcome vs
+  `solver-uniform` (credit `solver`: exact values under the uniform reference) vs `exact-policy`
+  (credit `exact`: exact values under the current policy) vs `solver-optimal` (tie-break `fastest`)
+  vs `dense-uniform` (the dense value-target objective on the uniform-reference values: the same
+  labels and label cost as `solver-uniform`, used on every legal action; see
+  `jaxcredit.objectives`), 5 paired seeds, every arm tuned first on `EQUAL_TUNING`, evaluated per
+  family on the families within the environment's bound (`default`, `small_targets`,
+  `multiplication`). (Sweeps written before `solver-uniform` was renamed call it `exact-uniform`:
+  they still read, and resuming one says so.)
 - `density-study`: Routine (fatal, horizon 8, 2 choices) at densities 1/8, 1/4, 1/2, 1 (1, 2, 4, 8
   decisions), outcome vs exact vs mc at each, 3 paired seeds; regimes `attempts` and `fixed-steps`
   only (every arm the same total env steps: the matched-cost comparison). No `matched` regime: it
@@ -53,6 +52,8 @@ DENSITY_STUDY_DENSITIES = (0.125, 0.25, 0.5, 1.0)
 # the families whose numbers the default environment's bound covers (numbers up to 9, 4 digits): large_values
 # (numbers 10-99) would need max_number 99, and it is refused here (jaxcredit.envs.Arithmetic.check_family)
 ARITHMETIC_STUDY_FAMILIES = ("default", "small_targets", "multiplication")
+# the rung the learnability gate passed on (docs/results/arithmetic-gates.json, `afterstate-3-60k`)
+ARITHMETIC_STUDY_ENV = {"count": 3, "family": "default", "include_turns_left": True}
 _DECORATIVE_MAD = {**_SMALL_MAD, "decorative_actions": 2, "max_turns": 12}
 _UNIFORM_VALUES = {"credit": "solver", "credit_options.policy": "uniform"}
 _DENSITY_CREDITS = {"outcome": {"credit": "outcome"}, "exact": {"credit": "exact"},
@@ -109,22 +110,23 @@ PRESETS: dict[str, SweepSpec] = {
     ),
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
-        description="arithmetic (legal-action menu), outcome vs solver-uniform vs exact-policy vs solver-optimal, "
-                    "plus the dense, pairwise and hard value-target objectives on uniform-reference values",
-        base={"env": "arithmetic", "learning_rate": 1e-3, "num_seeds": 2, "num_evals": 8, "eval_problems": 128,
-              "eval_families": ARITHMETIC_STUDY_FAMILIES,
-              "problems_per_iteration": 4, "attempts_per_problem": 4},
+        description="arithmetic on the gate's rung (afterstate input, 3 numbers, turns left shown), outcome vs "
+                    "solver-uniform vs exact-policy vs solver-optimal vs dense-uniform, 5 paired seeds, equal tuning",
+        base={"env": "arithmetic", "env_overrides": ARITHMETIC_STUDY_ENV, "policy_input": "afterstate",
+              "learning_rate": 1e-3, "num_seeds": 5, "num_evals": 6, "eval_problems": 64,
+              "eval_families": ARITHMETIC_STUDY_FAMILIES, "problems_per_iteration": 4, "attempts_per_problem": 4},
         arms={"outcome": {"credit": "outcome"},
               "solver-uniform": {"credit": "solver", "credit_options.policy": "uniform"},
               "exact-policy": {"credit": "exact"},
               "solver-optimal": {"credit": "solver", "credit_options.policy": "optimal",
-                                 "credit_options.add_outcome": True},
-              **{f"{objective}-uniform": {**_UNIFORM_VALUES, "objective": objective}
-                 for objective in ("dense", "pairwise", "hard")}},
-        budgets={"attempts": 4_000, "fixed-steps": 2_000_000},
-        cpu_minutes="measured on a 2-core CPU with a second study running beside it (cells' wall "
-                    "time): 6h19m in all: attempts 1h23m, fixed-steps 53m (outcome's 2M env steps 44m of it), "
-                    "matched 4h03m (the one outcome run, 2 seeds, to the exact arms' ~12.2M env steps per seed)",
+                                 "credit_options.tie_break": "fastest", "credit_options.add_outcome": True},
+              "dense-uniform": {**_UNIFORM_VALUES, "objective": "dense"}},
+        budgets={"attempts": 4_000, "fixed-steps": 300_000},
+        tune=EQUAL_TUNING,
+        # sized from single cells (5 seeds, 1,600 attempts): every arm costs 2.1-2.5 s an update of
+        # 16 attempts per seed, most of it the network on every action's afterstate
+        cpu_minutes="about 6 hours projected on a 2-core CPU (36 tuning runs of 3 seeds, then 25 study "
+                    "cells); update cost measured, whole study not yet measured",
     ),
     "density-study": SweepSpec(
         name="density-study",
@@ -157,8 +159,8 @@ PRESETS: dict[str, SweepSpec] = {
         # so the final score ties everywhere and would pick the grid's first (slowest) point.
         tune={**EQUAL_TUNING, "score": "area",
               "arm_grid": {f"outcome-rho{d:g}": EQUAL_TUNING["arm_grid"]["outcome"] for d in DENSITY_FIXED_DENSITIES}},
-        cpu_minutes="the study untuned is about 70 CPU minutes (projected from measured cells in docs/density.md); "
-                    "tuning adds 120 runs of 3 seeds at the attempts budget",
+        cpu_minutes="8h34m measured on a 2-core CPU (cells' wall time, other jobs beside it): tuning 6h56m "
+                    "(120 runs of 3 seeds), attempts 1h02m, fixed-steps 36m. Results: docs/results/density-fixed.md",
     ),
 }
 
