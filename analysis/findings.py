@@ -50,6 +50,34 @@ def findings_lines(comparison: dict) -> list:
     return lines + bullets[:MAX_FINDINGS] + [""]
 
 
+def threshold_findings_lines(differences: dict, threshold: float) -> list:
+    """Bullets (Markdown lines) for `## Findings` from `threshold_comparisons`: per regime, the paired
+    differences in time to greedy success `threshold` whose interval excludes 0, over pairs where
+    every seed reached it in both cells (the others are counted, not listed); regimes without one
+    have no bullet."""
+    units = {"main_episodes": "main attempts", "total_env_steps": "total env steps"}
+    bullets = []
+    for regime, pairs in differences.items():
+        claims, others = [], 0
+        for name, entry in pairs.items():
+            complete = entry["arm_reached"] == entry["reference_reached"] == entry["seeds"] > 0
+            for key, unit in units.items():
+                d = entry.get(key)
+                if complete and d is not None and is_resolved(d):
+                    arm, reference = name.split(" vs ")
+                    side = "sooner" if d["mean_diff"] < 0 else "later"
+                    claims.append(f"{arm} reaches it {side} than {reference} by {abs(d['mean_diff']):,.0f} {unit} "
+                                  f"({d['mean_diff']:+,.0f} [{d['low']:+,.0f}, {d['high']:+,.0f}])")
+                else:
+                    others += 1
+        if claims:
+            rest = (f"; the other {others} of {others + len(claims)} differences are not resolved, or not every "
+                    "seed reached the threshold in both cells" if others else "")
+            bullets.append(f"- **{regime}**, time to greedy success {threshold:g} (arm − reference, n = "
+                           f"{max(e['seeds'] for e in pairs.values())}): " + "; ".join(claims) + rest + ".")
+    return bullets
+
+
 def not_shown_lines(comparison: dict, missing: list) -> list:
     """`## What this does not show` (Markdown lines): the limits the table itself implies; `missing`
     names the cells the tables lack."""
@@ -76,4 +104,4 @@ def not_shown_lines(comparison: dict, missing: list) -> list:
     return lines + [""]
 
 
-__all__ = ["MAX_FINDINGS", "findings_lines", "not_shown_lines"]
+__all__ = ["MAX_FINDINGS", "findings_lines", "not_shown_lines", "threshold_findings_lines"]

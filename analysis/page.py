@@ -40,7 +40,7 @@ from jaxcredit.analysis.card import cards_for_sweep, cards_markdown
 from jaxcredit.analysis.classes import format_class_table
 from jaxcredit.analysis.compare import compare_sweep
 from jaxcredit.analysis.families import family_comparisons
-from jaxcredit.analysis.findings import findings_lines, not_shown_lines
+from jaxcredit.analysis.findings import findings_lines, not_shown_lines, threshold_findings_lines
 from jaxcredit.analysis.gates import FAILED, GATES_DIR, gate_lines, gate_status, read_gates
 from jaxcredit.analysis.report import (
     _write,
@@ -617,7 +617,13 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     compared = not gate_block or gate_status(spec, gates) != FAILED
     reached_differences = threshold_comparisons(pairs, reach) if compared else {}
     if compared:
-        lines += findings_lines(comparison) + not_shown_lines(comparison, missing)
+        found = findings_lines(comparison)
+        timed = threshold_findings_lines(reached_differences, threshold)
+        if timed:  # the bullets, before the section's closing blank line
+            found = found[:-1] + ["", f"Time to greedy success {threshold:g}: the paired difference in the cost spent "
+                                      "by the first evaluation at it (a side is sooner only where the interval "
+                                      "excludes 0; at the resolution of the evaluations).", ""] + timed + [""]
+        lines += found + not_shown_lines(comparison, missing)
     lines += ["## Reading", "", READING_START, reading_block(page) or READING_PLACEHOLDER, READING_END, ""]
     if compared:
         lines += ["## Paired comparisons across seeds", "", format_paired_table(comparison, heading="###")]

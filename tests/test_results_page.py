@@ -366,3 +366,21 @@ def test_cells_from_two_machines_are_named_per_machine(tmp_path):
     # one machine: nothing recorded per cell, no row
     one = sweep_timing(str(DATA / "tiny-sweep"), ["attempts", "matched", "fixed-steps"])
     assert _cells_by_machine(one) == "" and all("machines" not in c for c in one["cells"].values())
+
+
+def test_findings_name_resolved_times_to_the_threshold():
+    from jaxcredit.analysis.findings import threshold_findings_lines
+    from jaxcredit.stats import paired_t
+    sooner = paired_t([100.0, 110.0, 90.0], [300.0, 320.0, 290.0])
+    tied = paired_t([100.0, 300.0, 90.0], [200.0, 120.0, 95.0])
+    entry = {"arm_reached": 3, "reference_reached": 3, "seeds": 3}
+    differences = {"attempts": {"exact vs outcome": {**entry, "main_episodes": sooner, "total_env_steps": tied}},
+                   "fixed-steps": {"exact vs outcome": {**entry, "reference_reached": 2, "main_episodes": sooner,
+                                                        "total_env_steps": tied}}}
+    lines = threshold_findings_lines(differences, 0.9)
+    assert len(lines) == 1  # fixed-steps: a seed never reached it, so nothing is claimed there
+    assert lines[0].startswith("- **attempts**, time to greedy success 0.9 (arm − reference, n = 3): exact reaches "
+                               "it sooner than outcome by 203 main attempts (-203 [")
+    assert "the other 1 of 2 differences are not resolved" in lines[0]
+    assert threshold_findings_lines({"attempts": {"exact vs outcome": {**entry, "main_episodes": tied,
+                                                                       "total_env_steps": tied}}}, 0.9) == []
