@@ -74,9 +74,10 @@ from jaxcredit.rundir_io import (
     regime_meaning,
     write_json_atomic,
 )
-from jaxcredit.stats import paired_t
+from jaxcredit.stats import paired_t, wilson_interval
 from jaxcredit.timing import read_timing
 
+REFERENCE_GREEDY = os.path.join("reference", "greedy.json")  # written by `jaxcredit greedy`
 READING_START, READING_END = "<!-- reading -->", "<!-- /reading -->"
 READING_PLACEHOLDER = ("_No reading yet. Write one paragraph here, between the reading markers, on what the numbers "
                        "do and do not show; `jaxcredit report --page` keeps it when it regenerates the page._")
@@ -536,6 +537,25 @@ def _family_lines(families: dict, cells: dict, files: str, link: str) -> list:
     return lines
 
 
+def reference_greedy_lines(record: dict | None) -> list:
+    """Markdown: greedy play on the uniform reference's exact values per evaluation family, from
+    `SWEEP/reference/greedy.json` (`jaxcredit greedy`); nothing without the record."""
+    if record is None:
+        return []
+    lines = ["## Greedy play on the uniform reference's exact values (no training)", "",
+             f"On each family's evaluation problems (the cells' own), greedy play on `Q^uniform`: at every turn the "
+             f"first legal action of highest exact value under the uniform policy, {record['max_turns']} turns "
+             "(`jaxcredit greedy`). Solvable: some play wins (`V* > 0` at the start). Intervals: 95% Wilson.", "",
+             "| family | problems | won by greedy play on Q^uniform [95%] | solvable | the uniform policy's own "
+             "success | greedy episode length |", "| --- | --- | --- | --- | --- | --- |"]
+    for family, f in record["families"].items():
+        low, high = wilson_interval(f["won"], f["problems"])
+        share = f"{f['won'] / f['problems']:.3f} [{low:.3f}, {high:.3f}]"
+        lines.append(f"| {family} | {f['problems']} | {f['won']} ({share}) | {f['solvable']} | "
+                     f"{f['uniform_success']:.3f} | {f['mean_turns']:.2f} |")
+    return lines + [""]
+
+
 def _sweep_paths(path: str) -> list:
     """The absolute spellings of the sweep directory `path` that an audit's policy path may start with."""
     return sorted({os.path.realpath(path), os.path.abspath(path)})
@@ -608,6 +628,8 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     families = family_comparisons(pairs, {tuple(name.split("/", 1)): r for name, r in rows.items()},
                                   budgets=spec.get("budgets", {}), reference_arm=spec.get("reference_arm", "outcome"))
     gates = read_gates(path)
+    greedy_path = os.path.join(path, REFERENCE_GREEDY)
+    greedy = read_json(greedy_path, expect=dict) if os.path.isfile(greedy_path) else None
     for name, record in gates.items():
         make_dirs(os.path.join(files, GATES_DIR))
         _write_json(os.path.join(files, GATES_DIR, f"{name}.json"), record)
@@ -631,6 +653,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
         if tuning is not None:
             lines += tuning_lines(spec["tune"], tuning)
         lines += _family_lines(families, cells, files, link)
+        lines += reference_greedy_lines(greedy)
         lines += _threshold_lines(reach, threshold)
         lines += _threshold_difference_lines(reached_differences, threshold)
         lines += ["## Learning curves", "",
@@ -661,7 +684,8 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
         **({"families": families} if families else {}),
         **({"behaviour_differences": differences} if differences else {}),
         **({"threshold_differences": reached_differences} if reached_differences else {}),
-        **({"gate": {"status": gate_status(spec, gates), "records": sorted(gates)}} if gate_block else {})})
+        **({"gate": {"status": gate_status(spec, gates), "records": sorted(gates)}} if gate_block else {}),
+        **({"reference_greedy": greedy["families"]} if greedy is not None else {})})
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

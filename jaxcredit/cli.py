@@ -230,6 +230,16 @@ def _cmd_gate(args) -> None:
         print(gate_text(record, args.out))
 
 
+def _cmd_greedy(args) -> None:
+    from jaxcredit.train.reference_greedy import greedy_text, write_reference_greedy
+
+    path, record = write_reference_greedy(args.sweep)
+    if args.json:
+        _print_json(record)
+    else:
+        print(greedy_text(record) + f"\nwrote {path}")
+
+
 def _cmd_suite(args) -> None:
     from jaxcredit.suite.experiments import BUILTIN_ARMS, QUICK_ARMS
     from jaxcredit.suite.run import run_suite
@@ -853,6 +863,13 @@ def build_parser() -> argparse.ArgumentParser:
     gate.add_argument("--no-progress", action="store_true", help="no progress bar")
     gate.add_argument("--json", action="store_true", help="print gate.json's record as one JSON object")
     gate.set_defaults(handler=_cmd_gate)
+
+    greedy = commands.add_parser("greedy", help="greedy play on the uniform reference's exact values on a sweep's "
+                                                "evaluation problems, per family (no training); writes "
+                                                "SWEEP/reference/greedy.json for its results page")
+    greedy.add_argument("sweep", help="sweep directory (at least one cell started: its config.json is read)")
+    greedy.add_argument("--json", action="store_true", help="print the record as one JSON object")
+    greedy.set_defaults(handler=_cmd_greedy)
 
     suite = commands.add_parser("suite", help="the credit-assignment suite: every arm's labels against exact values "
                                               "and its learning at equal attempts and equal cost, scored in [0, 1]")

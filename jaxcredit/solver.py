@@ -387,6 +387,67 @@ def greedy_policy(graph: Graph, values: Values) -> jax.Array:
     return jax.nn.one_hot(best, graph.legal.shape[-1], dtype=jnp.float32)
 
 
+def greedy_play(graph: Graph, values: Values, start: jax.Array, *, horizon: int) -> tuple[jax.Array, jax.Array]:
+    """One episode of greedy play on `values` from position `start` (int32 `[]`) with `horizon`
+    turns left: at each turn the first legal action of highest `values.q` for the turns left.
+
+    Returns `(won, turns)`: bool `[]`, a step earned a positive reward; int32 `[]`, the turns
+    played until the episode ended (or `horizon`). With `Q*` it wins wherever `V*` is 1 (the
+    value counts the turns left); with the values of another policy it is that policy's greedy
+    improvement, which may not win.
+    """
+    horizon = check_horizon(horizon)
+
+    def turn(carry, step):
+        position, done, won, turns = carry
+        left = horizon - step
+        best = jnp.argmax(jnp.where(graph.legal[position], values.q[left, position], -jnp.inf))
+        scored = graph.reward[position, best] > 0
+        ends = graph.terminal[position, best] | scored | ~jnp.any(graph.legal[position])
+        won = won | (~done & scored)
+        turns = turns + (~done).astype(jnp.int32)
+        position = jnp.where(done, position, graph.next_position[position, best])
+        return (position, done | ends, won, turns), None
+
+    carry = (jnp.asarray(start, jnp.int32), jnp.array(False), jnp.array(False), jnp.array(0, jnp.int32))
+    (_, _, won, turns), _ = jax.lax.scan(turn, carry, jnp.arange(horizon))
+    return won, turns
+
+
+@functools.partial(jax.jit, static_argnames=("env", "horizon"))
+def _greedy_chunk(env: Environment, problems: Any, *, horizon: int) -> dict:
+    def one(problem):
+        graph = build_graph(env, problem)
+        start = start_position(env, problem)
+        uniform = evaluate_policy(graph, uniform_policy(graph), horizon=horizon)
+        best = optimal_values(graph, horizon=horizon)
+        won, turns = greedy_play(graph, uniform, start, horizon=horizon)
+        return {"uniform_greedy_won": won, "uniform_greedy_turns": turns, "solvable": best.v[horizon, start] > 0,
+                "uniform_value": uniform.v[horizon, start]}
+    return jax.vmap(one)(problems)
+
+
+def greedy_reference_play(env: Environment, problems: Any, *, chunk_size: int = 16) -> dict:
+    """Greedy play on the exact values under the uniform reference, on many problems (leaves `[B, ...]`),
+    `chunk_size` at a time, from each problem's start with `env.max_turns` turns.
+
+    Returns numpy arrays `[B]`: `uniform_greedy_won` (bool), `uniform_greedy_turns` (int32), `solvable`
+    (bool, `V*` of the start is positive: some play wins) and `uniform_value` (the uniform policy's own
+    success probability). Needs no training: it asks whether the uniform reference's values alone
+    point to a win.
+    """
+    num = jax.tree_util.tree_leaves(problems)[0].shape[0]
+    if num == 0:
+        raise ValueError("greedy_reference_play: no problems")
+    pieces = []
+    for first in range(0, num, chunk_size):
+        index = np.minimum(np.arange(first, first + chunk_size), num - 1)  # padded: one compiled shape
+        chunk = jax.tree_util.tree_map(lambda leaf, index=index: leaf[index], problems)
+        out = jax.device_get(_greedy_chunk(env, chunk, horizon=env.max_turns))
+        pieces.append({k: np.asarray(v)[: min(chunk_size, num - first)] for k, v in out.items()})
+    return {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
+
+
 def reachable(graph: Graph, *, horizon: int) -> jax.Array:
     """bool `[T + 1, S]`: success (a step earning a positive reward) is possible within `t` turns.
 

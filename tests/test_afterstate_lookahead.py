@@ -1,6 +1,6 @@
 """Afterstate lookahead (`afterstate_lookahead=1`): the summary equals the true successors stepped by
 hand, the ledger counts its steps exactly, the solver's graph path equals the policy on stepped
-encodings, every credit arm trains with it, checkpoints keep it, the config refuses it with tokens,
+encodings, arms train with it (the rollout's and the continuations' calls), checkpoints keep it, the config refuses it with tokens,
 and the gymnax adapter observes the same encodings."""
 
 import jax
@@ -112,11 +112,12 @@ def test_solver_network_probabilities_equal_the_policy_on_stepped_lookahead(env_
 # afterstate input): main rollouts (outcome; anchor and exact add no stepped afterstates), branch
 # continuations (mc; the progress arms and the predictor's dataset branch the same way), critic
 # labels, and the solver's graph scoring.
+# Lookahead changes only the policy function, and test_afterstate runs every arm on afterstate input;
+# here the two ways an arm calls the policy while training: the rollout (outcome) and branch
+# continuations (mc). Each arm is a compile of its own, the cost of this file.
 ARMS = {
     "outcome": {},
     "mc": {"continuations": 2},
-    "solver": {"policy": "optimal"},
-    "critic": {"label_states": 8, "continuations": 2},
 }
 
 
