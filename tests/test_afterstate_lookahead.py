@@ -1,7 +1,7 @@
 """Afterstate lookahead (`afterstate_lookahead=1`): the summary equals the true successors stepped by
 hand, the ledger counts its steps exactly, the solver's graph path equals the policy on stepped
-encodings, arms train with it (the rollout's and the continuations' calls), checkpoints keep it, the config refuses it with tokens,
-and the gymnax adapter observes the same encodings."""
+encodings, arms train with it (the rollout's and the continuations' calls), checkpoints keep it,
+the config refuses it with tokens, and the gymnax adapter observes the same encodings."""
 
 import jax
 import jax.numpy as jnp
