@@ -240,6 +240,19 @@ def _cmd_greedy(args) -> None:
         print(greedy_text(record) + f"\nwrote {path}")
 
 
+def _cmd_pack(args) -> None:
+    from jaxcredit.train.pack import pack_sweep
+
+    packed = pack_sweep(args.sweep, args.out)
+    result = {**packed, "out": args.out}
+    if args.json:
+        _print_json(result)
+        return
+    print(f"packed {args.sweep} into {args.out}: {len(packed['finished'])} finished cells (no checkpoints), "
+          f"{len(packed['unfinished'])} unfinished (with their checkpoints), {packed['bytes'] / 2**20:.1f} MiB; "
+          f"resume: copy it to a working directory and run the same sweep command with --resume there")
+
+
 def _cmd_suite(args) -> None:
     from jaxcredit.suite.experiments import BUILTIN_ARMS, QUICK_ARMS
     from jaxcredit.suite.run import run_suite
@@ -870,6 +883,13 @@ def build_parser() -> argparse.ArgumentParser:
     greedy.add_argument("sweep", help="sweep directory (at least one cell started: its config.json is read)")
     greedy.add_argument("--json", action="store_true", help="print the record as one JSON object")
     greedy.set_defaults(handler=_cmd_greedy)
+
+    pack = commands.add_parser("pack", help="copy a sweep's resumable state, small enough to commit: finished "
+                                            "cells without checkpoints, unfinished ones with theirs")
+    pack.add_argument("sweep", help="sweep directory (it may be running)")
+    pack.add_argument("--out", required=True, help="a new directory")
+    pack.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    pack.set_defaults(handler=_cmd_pack)
 
     suite = commands.add_parser("suite", help="the credit-assignment suite: every arm's labels against exact values "
                                               "and its learning at equal attempts and equal cost, scored in [0, 1]")
