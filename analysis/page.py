@@ -205,12 +205,43 @@ def _last_rows(rows: list) -> dict:
     return last
 
 
-def cell_behaviour(rows: list) -> dict:
-    """Means over seeds, at each seed's last evaluation, of how the policy acts in the sampled
-    evaluation episodes: `action_rate/<type>` (share of live steps choosing each action type; the
-    mean over families, not the per-family keys), `episode_length` and `success_sampled`. Keys the
-    rows lack are left out (`{}` for rows without them); `seeds` is n, the seeds averaged."""
-    last = list(_last_rows(rows).values())
+def _first_rows(rows: list) -> dict:
+    """`{seed_index: row}`: each seed's row at its first evaluation."""
+    first = {}
+    for row in rows:
+        if row["seed_index"] not in first or row["eval_index"] < first[row["seed_index"]]["eval_index"]:
+            first[row["seed_index"]] = row
+    return first
+
+
+def start_behaviour(spec: dict, cells: dict, rows: dict) -> dict:
+    """`{label: cell_behaviour(first=True)}`: how the untrained policy acts, once per environment
+    of the sweep's arms (`arm_environments`; its arms start from the same parameters on the same
+    problems), read from the first regime's first such cell; the label names that cell and the
+    others on its environment. `{}` when no cell has action rates."""
+    if not cells:
+        return {}
+    regime, runs = next(iter(cells.items()))
+    environments = arm_environments(spec.get("base", {}), spec.get("arms", {}))
+    groups: dict = {}
+    for name in runs:
+        groups.setdefault(environments.get(name, name), []).append(name)
+    out = {}
+    for names in groups.values():
+        b = cell_behaviour(rows[f"{regime}/{names[0]}"], first=True)
+        if b:
+            others = f" (the same as {', '.join(names[1:])})" if names[1:] else ""
+            out[f"{regime}/{names[0]}{others}"] = b
+    return out
+
+
+def cell_behaviour(rows: list, *, first: bool = False) -> dict:
+    """Means over seeds, at each seed's last evaluation (`first`: its first, the untrained policy),
+    of how the policy acts in the sampled evaluation episodes: `action_rate/<type>` (share of live
+    steps choosing each action type; the mean over families, not the per-family keys),
+    `episode_length` and `success_sampled`. Keys the rows lack are left out (`{}` for rows without
+    them); `seeds` is n, the seeds averaged."""
+    last = list(_first_rows(rows).values() if first else _last_rows(rows).values())
     keys = [k for k in (last[0] if last else {}) if k.startswith("action_rate/") and k.count("/") == 1]
     keys += [k for k in ("episode_length", "success_sampled") if last and k in last[0]]
     means = {key: float(np.mean([float(r[key]) for r in last])) for key in keys}
@@ -497,8 +528,9 @@ def _behaviour_difference_lines(differences: dict) -> list:
     return lines
 
 
-def _behaviour_lines(behaviour: dict) -> list:
-    """Per regime, a table of `cell_behaviour` per cell (nothing when no cell has action rates)."""
+def _behaviour_lines(behaviour: dict, start: dict | None = None) -> list:
+    """Per regime, a table of `cell_behaviour` per cell, then the untrained policy's
+    (`start_behaviour`; nothing when no cell has action rates)."""
     if not any(b for cells in behaviour.values() for b in cells.values()):
         return []
     lines = ["## How the policies act at the last evaluation", "",
@@ -514,6 +546,18 @@ def _behaviour_lines(behaviour: dict) -> list:
         lines += [f"### Regime: {regime}", "", "| cell | n | " + " | ".join(header) + " |",
                   "| --- | --- |" + " --- |" * len(keys)]
         for cell, b in cells.items():
+            values = [_number(b.get(k), ".2f" if k == "episode_length" else ".3f") for k in keys]
+            lines.append(f"| {cell} | {b.get('seeds', 'n/a')} | " + " | ".join(values) + " |")
+        lines.append("")
+    if start:
+        keys = list(dict.fromkeys(k for b in start.values() for k in b if k != "seeds"))
+        header = [k.split("/", 1)[1] if k.startswith("action_rate/") else k.replace("_", " ") for k in keys]
+        lines += ["### At the start: the untrained policy", "",
+                  "The same measures at the first evaluation, before any update: every arm on one environment starts "
+                  "from the same parameters on the same problems, so one cell stands for them. A policy whose action "
+                  "head starts at zero is uniform over the legal actions here.", "",
+                  "| first evaluation of | n | " + " | ".join(header) + " |", "| --- | --- |" + " --- |" * len(keys)]
+        for cell, b in start.items():
             values = [_number(b.get(k), ".2f" if k == "episode_length" else ".3f") for k in keys]
             lines.append(f"| {cell} | {b.get('seeds', 'n/a')} | " + " | ".join(values) + " |")
         lines.append("")
@@ -613,6 +657,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
                                   policy_eval_flops=policy_eval_flops_of(read_json(os.path.join(run, "config.json"))))
                  for name, run in runs.items()} for r, runs in cells.items()}
     behaviour = {r: {name: cell_behaviour(rows[f"{r}/{name}"]) for name in runs} for r, runs in cells.items()}
+    start = start_behaviour(spec, cells, rows)
     made = ["## How this was made", ""]
     made += [f"Regenerate this page: `{command}`", ""]
     if sweep_command:
@@ -663,7 +708,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
             lines += [f"### Regime: {regime} ({regime_meaning(regime)})", ""]
             lines += curve_plots(files, runs, prefix=f"{regime}-", title=f"{regime} regime", link_prefix=link)
     lines += _spend_lines(spend, accounts)
-    lines += _behaviour_lines(behaviour)
+    lines += _behaviour_lines(behaviour, start)
     differences = behaviour_comparisons(pairs, rows) if compared else {}
     lines += _behaviour_difference_lines(differences)
     audit_lines, audits = _audit_lines(path, files, link, run_dir_text, sweep_paths or _sweep_paths(path))
@@ -683,6 +728,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
         **({"tuning": tuning} if tuning is not None else {}),
         **({"families": families} if families else {}),
         **({"behaviour_differences": differences} if differences else {}),
+        **({"behaviour_start": start} if start else {}),
         **({"threshold_differences": reached_differences} if reached_differences else {}),
         **({"gate": {"status": gate_status(spec, gates), "records": sorted(gates)}} if gate_block else {}),
         **({"reference_greedy": greedy["families"]} if greedy is not None else {})})

@@ -384,3 +384,17 @@ def test_findings_name_resolved_times_to_the_threshold():
     assert "the other 1 of 2 differences are not resolved" in lines[0]
     assert threshold_findings_lines({"attempts": {"exact vs outcome": {**entry, "main_episodes": tied,
                                                                        "total_env_steps": tied}}}, 0.9) == []
+
+
+def test_the_untrained_policy_is_shown_once_per_environment(regenerated):
+    """The first evaluation of the first cell stands for every arm on its environment: the same
+    initial parameters on the same problems give the same sampled episodes."""
+    page = (regenerated / PAGE).read_text()
+    first = {cell: [r for r in _rows(cell) if r["eval_index"] == 0] for cell in ("attempts/outcome", "attempts/mc")}
+    assert first["attempts/outcome"] == first["attempts/mc"]
+    rows = first["attempts/outcome"]
+    select = _mean(r["action_rate/select"] for r in rows)
+    length = _mean(r["episode_length"] for r in rows)
+    assert f"| attempts/outcome (the same as mc) | 2 | {select:.3f} |" in page and f"| {length:.2f} |" in page
+    start = summary_of(regenerated)["behaviour_start"]
+    assert list(start) == ["attempts/outcome (the same as mc)"] and start[next(iter(start))]["seeds"] == 2
