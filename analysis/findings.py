@@ -29,9 +29,11 @@ def _unresolved_text(entries: list) -> str:
                      for e in entries)
 
 
-def findings_lines(comparison: dict) -> list:
+def findings_lines(comparison: dict, threshold_differences: dict | None = None, threshold: float = 0.9) -> list:
     """`## Findings` (Markdown lines) of a `paired_table` dict: a bullet per regime with
-    comparisons, at most `MAX_FINDINGS`."""
+    comparisons, at most `MAX_FINDINGS`; then, given `threshold_differences`
+    (`analysis.page.threshold_comparisons`), the resolved differences in time to `threshold`
+    (`threshold_findings_lines`)."""
     lines = ["## Findings", "",
              "Final greedy success, arm − reference, mean over paired seeds with its 95% paired Student-t interval; "
              "a side beats the other only where the interval excludes 0.", ""]
@@ -47,7 +49,13 @@ def findings_lines(comparison: dict) -> list:
         bullets.append(f"- **{regime}** ({regime_meaning(regime)}): {'; '.join(claims)}.")
     if not bullets:
         bullets = ["- No comparison is finished yet."]
-    return lines + bullets[:MAX_FINDINGS] + [""]
+    lines += bullets[:MAX_FINDINGS] + [""]
+    timed = threshold_findings_lines(threshold_differences or {}, threshold)
+    if timed:
+        lines += [f"Time to greedy success {threshold:g}: the paired difference in the cost spent by the first "
+                  "evaluation at it (a side is sooner only where the interval excludes 0; at the resolution of the "
+                  "evaluations).", ""] + timed + [""]
+    return lines
 
 
 def threshold_findings_lines(differences: dict, threshold: float) -> list:

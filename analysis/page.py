@@ -40,7 +40,7 @@ from jaxcredit.analysis.card import cards_for_sweep, cards_markdown
 from jaxcredit.analysis.classes import format_class_table
 from jaxcredit.analysis.compare import compare_sweep
 from jaxcredit.analysis.families import family_comparisons
-from jaxcredit.analysis.findings import findings_lines, not_shown_lines, threshold_findings_lines
+from jaxcredit.analysis.findings import findings_lines, not_shown_lines
 from jaxcredit.analysis.gates import FAILED, GATES_DIR, gate_lines, gate_status, read_gates
 from jaxcredit.analysis.report import (
     _write,
@@ -136,7 +136,7 @@ def _segment_seconds(run: str) -> float:
 
 def sweep_timing(path: str, regimes: list) -> dict:
     """Wall time per cell and regime, dates, machines and load, from the cells' `timing.json`."""
-    cells, machines, loads, starts, ends = {}, [], [], [], []
+    cells, machines, loads, starts, ends, ran_on = {}, [], [], [], [], {}
     for name, run in _cell_runs(path, regimes).items():
         entries = read_timing(run)  # one entry per start of the cell's run: the first, then each resume
         cell = {"starts": len(entries), "segment_seconds": round(_segment_seconds(run), 3),
@@ -150,12 +150,12 @@ def sweep_timing(path: str, regimes: list) -> dict:
                 loads += [x for key in ("start", "end") for x in s.get("load_average", {}).get(key, [])[:1]]
                 if s.get("machine") and s["machine"] not in machines:
                     machines.append(s["machine"])
-            cell["_machines"] = sorted({machines.index(s["machine"]) for s in entries if s.get("machine")})
+            ran_on[name] = sorted({machines.index(s["machine"]) for s in entries if s.get("machine")})
         cells[name] = cell
-    for cell in cells.values():  # which machine ran each cell: recorded only when the cells ran on several
-        ran_on = cell.pop("_machines", [])
-        if len(machines) > 1 and ran_on:
-            cell["machines"] = ran_on
+    if len(machines) > 1:  # which machine ran each cell: recorded only when the cells ran on several
+        for name, indices in ran_on.items():
+            if indices:
+                cells[name]["machines"] = indices
     regime_totals = {}
     for regime in regimes:
         mine = [c for name, c in cells.items() if name.split("/")[0] == regime]
@@ -196,22 +196,21 @@ def _accounts(rows_by_cell: dict) -> list:
     return list(ACCOUNTS) + sorted(found - set(ACCOUNTS))
 
 
+def _seed_rows(rows: list, *, first: bool = False) -> dict:
+    """`{seed_index: row}`: each seed's row at its last evaluation (`first`: at its first)."""
+    out = {}
+    for row in rows:
+        held = out.get(row["seed_index"])
+        sooner = held is not None and row["eval_index"] < held["eval_index"]
+        later = held is not None and row["eval_index"] > held["eval_index"]
+        if held is None or (sooner if first else later):
+            out[row["seed_index"]] = row
+    return out
+
+
 def _last_rows(rows: list) -> dict:
     """`{seed_index: row}`: each seed's row at its last evaluation."""
-    last = {}
-    for row in rows:
-        if row["seed_index"] not in last or row["eval_index"] > last[row["seed_index"]]["eval_index"]:
-            last[row["seed_index"]] = row
-    return last
-
-
-def _first_rows(rows: list) -> dict:
-    """`{seed_index: row}`: each seed's row at its first evaluation."""
-    first = {}
-    for row in rows:
-        if row["seed_index"] not in first or row["eval_index"] < first[row["seed_index"]]["eval_index"]:
-            first[row["seed_index"]] = row
-    return first
+    return _seed_rows(rows)
 
 
 def start_behaviour(spec: dict, cells: dict, rows: dict) -> dict:
@@ -241,7 +240,7 @@ def cell_behaviour(rows: list, *, first: bool = False) -> dict:
     steps choosing each action type; the mean over families, not the per-family keys),
     `episode_length` and `success_sampled`. Keys the rows lack are left out (`{}` for rows without
     them); `seeds` is n, the seeds averaged."""
-    last = list(_first_rows(rows).values() if first else _last_rows(rows).values())
+    last = list(_seed_rows(rows, first=first).values())
     keys = [k for k in (last[0] if last else {}) if k.startswith("action_rate/") and k.count("/") == 1]
     keys += [k for k in ("episode_length", "success_sampled") if last and k in last[0]]
     means = {key: float(np.mean([float(r[key]) for r in last])) for key in keys}
@@ -542,26 +541,25 @@ def _behaviour_lines(behaviour: dict, start: dict | None = None) -> list:
         keys = list(dict.fromkeys(k for b in cells.values() for k in b if k != "seeds"))
         if not keys:
             continue
-        header = [k.split("/", 1)[1] if k.startswith("action_rate/") else k.replace("_", " ") for k in keys]
-        lines += [f"### Regime: {regime}", "", "| cell | n | " + " | ".join(header) + " |",
-                  "| --- | --- |" + " --- |" * len(keys)]
-        for cell, b in cells.items():
-            values = [_number(b.get(k), ".2f" if k == "episode_length" else ".3f") for k in keys]
-            lines.append(f"| {cell} | {b.get('seeds', 'n/a')} | " + " | ".join(values) + " |")
-        lines.append("")
+        lines += [f"### Regime: {regime}", ""] + _behaviour_table(cells, keys, "cell")
     if start:
         keys = list(dict.fromkeys(k for b in start.values() for k in b if k != "seeds"))
-        header = [k.split("/", 1)[1] if k.startswith("action_rate/") else k.replace("_", " ") for k in keys]
         lines += ["### At the start: the untrained policy", "",
                   "The same measures at the first evaluation, before any update: every arm on one environment starts "
                   "from the same parameters on the same problems, so one cell stands for them. A policy whose action "
-                  "head starts at zero is uniform over the legal actions here.", "",
-                  "| first evaluation of | n | " + " | ".join(header) + " |", "| --- | --- |" + " --- |" * len(keys)]
-        for cell, b in start.items():
-            values = [_number(b.get(k), ".2f" if k == "episode_length" else ".3f") for k in keys]
-            lines.append(f"| {cell} | {b.get('seeds', 'n/a')} | " + " | ".join(values) + " |")
-        lines.append("")
+                  "head starts at zero is uniform over the legal actions here.", ""]
+        lines += _behaviour_table(start, keys, "first evaluation of")
     return lines
+
+
+def _behaviour_table(cells: dict, keys: list, first_column: str) -> list:
+    """Markdown: one row of `cell_behaviour` measures `keys` per entry of `cells`, then a blank line."""
+    header = [k.split("/", 1)[1] if k.startswith("action_rate/") else k.replace("_", " ") for k in keys]
+    lines = [f"| {first_column} | n | " + " | ".join(header) + " |", "| --- | --- |" + " --- |" * len(keys)]
+    for cell, b in cells.items():
+        values = [_number(b.get(k), ".2f" if k == "episode_length" else ".3f") for k in keys]
+        lines.append(f"| {cell} | {b.get('seeds', 'n/a')} | " + " | ".join(values) + " |")
+    return lines + [""]
 
 
 def _family_lines(families: dict, cells: dict, files: str, link: str) -> list:
@@ -684,13 +682,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     compared = not gate_block or gate_status(spec, gates) != FAILED
     reached_differences = threshold_comparisons(pairs, reach) if compared else {}
     if compared:
-        found = findings_lines(comparison)
-        timed = threshold_findings_lines(reached_differences, threshold)
-        if timed:  # the bullets, before the section's closing blank line
-            found = found[:-1] + ["", f"Time to greedy success {threshold:g}: the paired difference in the cost spent "
-                                      "by the first evaluation at it (a side is sooner only where the interval "
-                                      "excludes 0; at the resolution of the evaluations).", ""] + timed + [""]
-        lines += found + not_shown_lines(comparison, missing)
+        lines += findings_lines(comparison, reached_differences, threshold) + not_shown_lines(comparison, missing)
     lines += ["## Reading", "", READING_START, reading_block(page) or READING_PLACEHOLDER, READING_END, ""]
     if compared:
         lines += ["## Paired comparisons across seeds", "", format_paired_table(comparison, heading="###")]

@@ -414,40 +414,6 @@ def greedy_play(graph: Graph, values: Values, start: jax.Array, *, horizon: int)
     return won, turns
 
 
-@functools.partial(jax.jit, static_argnames=("env", "horizon"))
-def _greedy_chunk(env: Environment, problems: Any, *, horizon: int) -> dict:
-    def one(problem):
-        graph = build_graph(env, problem)
-        start = start_position(env, problem)
-        uniform = evaluate_policy(graph, uniform_policy(graph), horizon=horizon)
-        best = optimal_values(graph, horizon=horizon)
-        won, turns = greedy_play(graph, uniform, start, horizon=horizon)
-        return {"uniform_greedy_won": won, "uniform_greedy_turns": turns, "solvable": best.v[horizon, start] > 0,
-                "uniform_value": uniform.v[horizon, start]}
-    return jax.vmap(one)(problems)
-
-
-def greedy_reference_play(env: Environment, problems: Any, *, chunk_size: int = 16) -> dict:
-    """Greedy play on the exact values under the uniform reference, on many problems (leaves `[B, ...]`),
-    `chunk_size` at a time, from each problem's start with `env.max_turns` turns.
-
-    Returns numpy arrays `[B]`: `uniform_greedy_won` (bool), `uniform_greedy_turns` (int32), `solvable`
-    (bool, `V*` of the start is positive: some play wins) and `uniform_value` (the uniform policy's own
-    success probability). Needs no training: it asks whether the uniform reference's values alone
-    point to a win.
-    """
-    num = jax.tree_util.tree_leaves(problems)[0].shape[0]
-    if num == 0:
-        raise ValueError("greedy_reference_play: no problems")
-    pieces = []
-    for first in range(0, num, chunk_size):
-        index = np.minimum(np.arange(first, first + chunk_size), num - 1)  # padded: one compiled shape
-        chunk = jax.tree_util.tree_map(lambda leaf, index=index: leaf[index], problems)
-        out = jax.device_get(_greedy_chunk(env, chunk, horizon=env.max_turns))
-        pieces.append({k: np.asarray(v)[: min(chunk_size, num - first)] for k, v in out.items()})
-    return {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
-
-
 def reachable(graph: Graph, *, horizon: int) -> jax.Array:
     """bool `[T + 1, S]`: success (a step earning a positive reward) is possible within `t` turns.
 

@@ -34,6 +34,8 @@ from jaxcredit.solver import (
     build_graph,
     check_horizon,
     evaluate_policy,
+    greedy_play,
+    optimal_values,
     reached_by_moves,
     start_position,
     uniform_policy,
@@ -234,6 +236,11 @@ def edge_size(env: Environment, num_edges: int) -> int:
     return step * max(1, -(-num_edges // step))
 
 
+def _check_chunk_size(chunk_size) -> None:
+    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+
+
 def _rows(tree, index):
     return jax.tree_util.tree_map(lambda x: jnp.asarray(x)[index], tree)
 
@@ -249,8 +256,7 @@ def solve_batch(env: Environment, problems: Any, *, policy: str = "uniform", chu
     """
     if policy not in BATCH_POLICIES:
         raise ValueError(f"unknown policy {policy!r}; choices: {', '.join(BATCH_POLICIES)}")
-    if not isinstance(chunk_size, int) or isinstance(chunk_size, bool) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be an integer >= 1, got {chunk_size!r}")
+    _check_chunk_size(chunk_size)
     horizon = check_horizon(env.max_turns if horizon is None else horizon)
     num_problems = jax.tree_util.tree_leaves(problems)[0].shape[0]
     def padded_chunk(first):  # always chunk_size indices, so one compiled shape serves every chunk
@@ -270,6 +276,40 @@ def solve_batch(env: Environment, problems: Any, *, policy: str = "uniform", chu
         pieces.append(_rows(solution, slice(0, min(chunk_size, num_problems - first))))
     solved = jax.tree_util.tree_map(lambda *xs: jnp.concatenate(xs), *pieces)
     return _rows(solved, np.argsort(order))
+
+
+@functools.partial(jax.jit, static_argnames=("env", "horizon"))
+def _greedy_chunk(env: Environment, problems: Any, *, horizon: int) -> dict:
+    def one(problem):
+        graph = build_graph(env, problem)
+        start = start_position(env, problem)
+        uniform = evaluate_policy(graph, uniform_policy(graph), horizon=horizon)
+        best = optimal_values(graph, horizon=horizon)
+        won, turns = greedy_play(graph, uniform, start, horizon=horizon)
+        return {"uniform_greedy_won": won, "uniform_greedy_turns": turns, "solvable": best.v[horizon, start] > 0,
+                "uniform_value": uniform.v[horizon, start]}
+    return jax.vmap(one)(problems)
+
+
+def greedy_reference_play(env: Environment, problems: Any, *, chunk_size: int = 16) -> dict:
+    """Greedy play on the exact values under the uniform reference, on many problems (leaves `[B, ...]`),
+    `chunk_size` at a time, from each problem's start with `env.max_turns` turns.
+
+    Returns numpy arrays `[B]`: `uniform_greedy_won` (bool), `uniform_greedy_turns` (int32), `solvable`
+    (bool, `V*` of the start is positive: some play wins) and `uniform_value` (the uniform policy's own
+    success probability). Needs no training: it asks whether the uniform reference's values alone
+    point to a win.
+    """
+    _check_chunk_size(chunk_size)
+    num = jax.tree_util.tree_leaves(problems)[0].shape[0]
+    if num == 0:
+        raise ValueError("greedy_reference_play: no problems")
+    pieces = []
+    for first in range(0, num, chunk_size):
+        index = np.minimum(np.arange(first, first + chunk_size), num - 1)  # padded: one compiled shape
+        out = jax.device_get(_greedy_chunk(env, _rows(problems, index), horizon=env.max_turns))
+        pieces.append({k: np.asarray(v)[: min(chunk_size, num - first)] for k, v in out.items()})
+    return {k: np.concatenate([p[k] for p in pieces]) for k in pieces[0]}
 
 
 def memory_per_problem(env: Environment, *, horizon: int | None = None) -> dict[str, int]:

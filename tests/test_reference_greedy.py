@@ -11,7 +11,8 @@ import pytest
 
 from jaxcredit.cli import main
 from jaxcredit.envs import make
-from jaxcredit.solver import Graph, Values, greedy_play, greedy_reference_play
+from jaxcredit.solver import Graph, Values, greedy_play
+from jaxcredit.solver_batch import greedy_reference_play
 
 DATA = Path(__file__).parent / "data"
 

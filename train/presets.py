@@ -124,10 +124,11 @@ PRESETS: dict[str, SweepSpec] = {
         budgets={"attempts": 4_000, "fixed-steps": 300_000},
         tune=EQUAL_TUNING,
         # sized from single cells (5 seeds, 1,600 attempts): every arm costs 2.1-2.5 s an update of
-        # 16 attempts per seed, most of it the network on every action's afterstate
+        # 16 attempts for the 5 seeds, most of it the network on every action's afterstate
         cpu_minutes="not yet measured in all; projected 15-20 hours on a 2-core CPU: the first four tuning runs "
                     "(3 seeds, 4,000 attempts) took 53, 53, 37 and 37 minutes of wall time, two at a time, the test "
-                    "suite running beside them for part of it; 36 tuning runs, then 10 study cells of 5 seeds and the matched outcome run",
+                    "suite running beside them for part of it; 36 tuning runs, then 10 study cells of 5 seeds and "
+                    "the matched outcome run",
     ),
     "density-study": SweepSpec(
         name="density-study",

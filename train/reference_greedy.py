@@ -1,7 +1,7 @@
 """Greedy play on the uniform reference's exact values, on a sweep's own evaluation problems.
 
 The source study's claim about exact values under the uniform reference needs no training: play
-each evaluation problem greedily on `Q^uniform` (`jaxcredit.solver.greedy_reference_play`) and
+each evaluation problem greedily on `Q^uniform` (`jaxcredit.solver_batch.greedy_reference_play`) and
 count the wins. `write_reference_greedy(SWEEP)` does it for the evaluation sets of the sweep's
 cells (every cell shares them: the same environment, `eval_families`, `eval_problems`,
 `eval_seed` and holdout) and writes `SWEEP/reference/greedy.json`, which the sweep's results
@@ -18,7 +18,7 @@ import numpy as np
 
 from jaxcredit.envs import make
 from jaxcredit.rundir_io import read_json, write_json_atomic
-from jaxcredit.solver import greedy_reference_play
+from jaxcredit.solver_batch import greedy_reference_play
 from jaxcredit.timing import machine_record
 from jaxcredit.train.config import config_from_dict
 from jaxcredit.train.evaluation import evaluation_sets
