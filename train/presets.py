@@ -174,7 +174,12 @@ PRESETS["mad-study-tuned"] = dataclasses.replace(
                 "first (learning rate x entropy bonus, outcome also its baseline; 3 tuning seeds at the attempts "
                 "budget), matched on env steps and on policy evaluations",
     arms={**PRESETS["mad-study"].arms, "predictor": {"credit": "predictor"}},
-    match_on=("env_steps", "policy_evals"), tune=EQUAL_TUNING, cpu_minutes="not measured yet")
+    match_on=("env_steps", "policy_evals"), tune=EQUAL_TUNING,
+    # projected from mad-study's measured cells (5 seeds): a tuning run has 3 seeds at the same budget
+    cpu_minutes="not measured yet; projected about 15 hours on a 2-core CPU: the 36 tuning runs about 4 hours "
+                "two at a time (mad-study's attempts cells, 5 seeds, took 12-52 minutes per arm), the study's "
+                "cells about 3 hours, and the matched outcome run to exact's ~23M env steps per seed 7-8 hours "
+                "on its own")
 
 PRESETS["decorative-study"] = SweepSpec(
     name="decorative-study",
