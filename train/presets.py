@@ -127,8 +127,8 @@ PRESETS: dict[str, SweepSpec] = {
         # 16 attempts for the 5 seeds, most of it the network on every action's afterstate
         cpu_minutes="not yet measured in all; projected 15-20 hours on a 2-core CPU: tuning runs (3 seeds, "
                     "4,000 attempts) run two at a time, 19-20 minutes of wall time each for outcome on an otherwise "
-                    "idle machine, 37-53 with the test suite beside them, and 33-37 for solver-uniform with the "
-                    "test suite beside their first sixth; 36 tuning runs, then 10 study cells of 5 seeds and the "
+                    "idle machine (37-53 with the test suite beside them), and 20 for solver-uniform (33-37 with the "
+                    "test suite beside their first sixth); 36 tuning runs, then 10 study cells of 5 seeds and the "
                     "matched outcome run",
     ),
     "density-study": SweepSpec(
