@@ -125,7 +125,7 @@ PRESETS: dict[str, SweepSpec] = {
         tune=EQUAL_TUNING,
         # sized from single cells (5 seeds, 1,600 attempts): every arm costs 2.1-2.5 s an update of
         # 16 attempts for the 5 seeds, most of it the network on every action's afterstate
-        cpu_minutes="not yet measured in all; projected 15-20 hours on a 2-core CPU: tuning runs (3 seeds, "
+        cpu_minutes="not yet measured in all; projected 11-13 hours on a 2-core CPU: tuning runs (3 seeds, "
                     "4,000 attempts) run two at a time, 19-20 minutes of wall time each for outcome on an otherwise "
                     "idle machine (37-53 with the test suite beside them), and 20 for solver-uniform (33-37 with the "
                     "test suite beside their first sixth); 36 tuning runs, then 10 study cells of 5 seeds and the "
