@@ -1,4 +1,4 @@
-"""Shared fixtures: environments and compiled functions built once per session.
+"""Shared fixtures: environments and compiled functions built once per test run (pytest session).
 
 Compilation is most of the suite's cost, so before JAX starts this file sets, for the test
 processes and every subprocess they launch (they inherit the environment):
@@ -12,7 +12,7 @@ processes and every subprocess they launch (they inherit the environment):
   it does not know, so this one is set only after a subprocess shows that the installed jaxlib
   accepts it (`_accepted_xla_flags`, ~2 s once per run).
 - a persistent compilation cache in a fresh temporary directory, shared by the xdist workers and
-  the subprocesses of one session and removed at its end: a program compiled twice (the same
+  the subprocesses of one test run and removed at its end: a program compiled twice (the same
   tiny trainer built by two tests, a CLI subprocess repeating an in-process program) compiles once.
 - `RAY_worker_niceness=0`: Ray runs its workers at niceness 15 by default, so beside the other
   xdist worker (niceness 0) the Ray test's workers got a few percent of a core: importing jax and
