@@ -201,16 +201,10 @@ def _seed_rows(rows: list, *, first: bool = False) -> dict:
     out = {}
     for row in rows:
         held = out.get(row["seed_index"])
-        sooner = held is not None and row["eval_index"] < held["eval_index"]
-        later = held is not None and row["eval_index"] > held["eval_index"]
-        if held is None or (sooner if first else later):
+        step = 0 if held is None else row["eval_index"] - held["eval_index"]
+        if held is None or (step < 0 if first else step > 0):
             out[row["seed_index"]] = row
     return out
-
-
-def _last_rows(rows: list) -> dict:
-    """`{seed_index: row}`: each seed's row at its last evaluation."""
-    return _seed_rows(rows)
 
 
 def start_behaviour(spec: dict, cells: dict, rows: dict) -> dict:
@@ -266,7 +260,7 @@ def behaviour_comparisons(pairs: list, rows: dict) -> dict:
     are not both in `rows` (or have no common seed) are left out."""
     out: dict = {}
     for pair, arm_rows, ref_rows in _paired_cells(pairs, lambda cell: rows.get("/".join(cell))):
-        arm_last, ref_last = _last_rows(arm_rows), _last_rows(ref_rows)
+        arm_last, ref_last = _seed_rows(arm_rows), _seed_rows(ref_rows)
         seeds = sorted(set(arm_last) & set(ref_last))
         keys = [k for k in cell_behaviour(arm_rows) if k != "seeds" and seeds and k in ref_last[seeds[0]]]
         if not keys:
@@ -303,7 +297,7 @@ def cell_spend(rows: list, accounts: list, *, policy_eval_flops: int | None = No
     policy evaluations and each account's env steps and policy evaluations (`<account>_env_steps`,
     `<account>_policy_evals`); with `policy_eval_flops` (one evaluation's FLOPs,
     `jaxcredit.policy.policy_eval_flops`), also it and `policy_flops`, the FLOPs of the total."""
-    last = _last_rows(rows)
+    last = _seed_rows(rows)
     keys = ["main_episodes", "total_env_steps", "total_policy_evals"] + [
         f"{a}_{kind}" for a in accounts for kind in ("env_steps", "policy_evals")]
     spend = {key: float(np.mean([float(r.get(key, 0)) for r in last.values()])) for key in keys}
