@@ -11,19 +11,14 @@ from __future__ import annotations
 
 import os
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from jaxcredit.analysis.card import CAIDCard, cards_markdown  # noqa: E402
-from jaxcredit.analysis.classes import format_class_table  # noqa: E402
-from jaxcredit.analysis.intent import CATEGORIES  # noqa: E402
-from jaxcredit.analysis.lm_audit import audit_transcripts, credit_labels  # noqa: E402
-from jaxcredit.analysis.plots import plot_credit_by_type  # noqa: E402
-from jaxcredit.envs.transcripts import read_transcripts  # noqa: E402
-from jaxcredit.output_dirs import check_kind, published  # noqa: E402
-from jaxcredit.rundir_io import (  # noqa: E402
+from jaxcredit.analysis.card import CAIDCard, cards_markdown
+from jaxcredit.analysis.classes import format_class_table
+from jaxcredit.analysis.intent import CATEGORIES
+from jaxcredit.analysis.lm_audit import audit_transcripts, credit_labels
+from jaxcredit.analysis.plots import plot_credit_by_type, plt, save_figure  # pyplot on the Agg backend
+from jaxcredit.envs.transcripts import read_transcripts
+from jaxcredit.output_dirs import check_kind, published
+from jaxcredit.rundir_io import (
     check_writable_dir,
     make_dirs,
     write_json_atomic,
@@ -63,9 +58,7 @@ def _gap_plot(audit: dict, path: str) -> None:
     axis.set_xlabel("turn")
     axis.set_ylabel("mean gap V*(s) − Q*(s, a)")
     axis.set_title("what the agent's choices cost, by turn (0 = an optimal choice)")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
-    plt.close(figure)
+    save_figure(figure, path)
 
 
 def _pct(x) -> str:

@@ -22,13 +22,19 @@ X_LABELS = {"total_env_steps": "total environment steps", "main_episodes": "main
 LOG_SPREAD = 10.0  # a cost axis whose arms end more than this factor apart is drawn on a symlog scale
 
 
-def _save(figure, path: str, data_lines: list) -> dict:
+def save_figure(figure, path: str, *, dpi: int = 100) -> str:
+    """Write `figure` as a PNG at `path` (its folder made if missing) with a tight layout, close it,
+    and return `path`. Every PNG the package writes goes through here."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    labels = [line.get_label() for line in figure.axes[0].get_lines() if line in data_lines]
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    figure.savefig(path, dpi=dpi)
     plt.close(figure)
-    return {"path": path, "lines": labels}
+    return path
+
+
+def _save(figure, path: str, data_lines: list) -> dict:
+    labels = [line.get_label() for line in figure.axes[0].get_lines() if line in data_lines]
+    return {"path": save_figure(figure, path), "lines": labels}
 
 
 def band_label(curves: dict) -> str:

@@ -97,11 +97,9 @@ def ranking_markdown(result: dict) -> str:
 
 def plot_ranking(result: dict, path: str) -> str:
     """Write `path`: per policy, the mean label per class (x) per label kind (bars). Returns `path`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
+
+    from jaxcredit.analysis.plots import plt, save_figure  # pyplot on the Agg backend
 
     names = list(result["policies"])
     figure, axes = plt.subplots(len(names), 1, figsize=(8, 3.2 * len(names)), squeeze=False)
@@ -120,10 +118,7 @@ def plot_ranking(result: dict, path: str) -> str:
         axis.set_ylabel("mean label")
         axis.set_title(name, fontsize=9)
         axis.legend(fontsize=7, ncol=3)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path, dpi=120)
 
 
 __all__ = ["plot_ranking", "policy_markdown", "ranking_markdown"]

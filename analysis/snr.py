@@ -265,10 +265,7 @@ def measure_snr(env: Routine, policy_fn, params: Any, config: SnrConfig) -> dict
 def plot_ratio(summary: dict, path: str, *, title: str = "") -> str:
     """Write the log-log plot of each estimator's SNR ratio to outcome against ρ, with its fitted
     line (slope, interval, R² in the legend) and the predicted curve when present. Returns `path`."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from jaxcredit.analysis.plots import plt, save_figure  # pyplot on the Agg backend
 
     densities = np.asarray(summary["densities"])
     figure, axis = plt.subplots(figsize=(5.5, 4))
@@ -290,10 +287,7 @@ def plot_ratio(summary: dict, path: str, *, title: str = "") -> str:
     axis.set_ylabel("SNR(estimator) / SNR(outcome)")
     axis.set_title(title, fontsize=9)
     axis.legend(fontsize=7)
-    figure.tight_layout()
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path, dpi=120)
 
 
 def aligned_rows(rows: list[list[str]]) -> list[str]:

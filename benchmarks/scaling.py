@@ -98,10 +98,7 @@ def solver_scaling(*, quick: bool, repeats: int, memory_budget: int = MEMORY_BUD
 def save_plots(result: dict, directory: str) -> list[str]:
     """Write a PNG for every scaling curve found in `result` (one suite's object, or `bench all`'s)
     into `directory` (created); returns the paths written."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from jaxcredit.analysis.plots import plt, save_figure  # pyplot on the Agg backend
 
     suites = result["suites"] if "suites" in result else {result.get("suite", "suite"): result}
     os.makedirs(directory, exist_ok=True)
@@ -117,11 +114,7 @@ def save_plots(result: dict, directory: str) -> list[str]:
         ax.grid(True, which="both", alpha=0.3)
         if len(series) > 1:
             ax.legend()
-        fig.tight_layout()
-        path = os.path.join(directory, f"{name}.png")
-        fig.savefig(path)
-        plt.close(fig)
-        written.append(path)
+        written.append(save_figure(fig, os.path.join(directory, f"{name}.png"), dpi=90))
 
     envs = suites.get("envs", {}).get("scaling", {}).get("batch")
     if envs:

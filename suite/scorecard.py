@@ -178,10 +178,7 @@ def _label_table(record: dict, arms: list) -> list[str]:
 
 def plot_scorecard(card: dict, path: str) -> None:
     """A bar plot: per score tag, every arm's IQM with its interval."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from jaxcredit.analysis.plots import plt, save_figure  # pyplot on the Agg backend
 
     tags = sorted(t for t in card["tags"] if "/" not in t)
     arms = card["arms"]
@@ -197,9 +194,7 @@ def plot_scorecard(card: dict, path: str) -> None:
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("IQM score (95% CI)")
     ax.legend(fontsize=7, ncol=min(4, len(arms)))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
 
 
 def plot_label_cost(card: dict, path: str) -> bool:
@@ -208,10 +203,7 @@ def plot_label_cost(card: dict, path: str) -> bool:
     records = [(n, r) for n, r in card["experiments"].items() if r["kind"] == "labels" and r["status"] == "finished"]
     if not records:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from jaxcredit.analysis.plots import plt, save_figure  # pyplot on the Agg backend
 
     fig, ax = plt.subplots(figsize=(5.5, 3.5))
     markers = "osD^v<>Px*"
@@ -227,7 +219,5 @@ def plot_label_cost(card: dict, path: str) -> bool:
     ax.set_ylabel("normalised error (0 = exact)")
     ax.set_ylim(-0.05, 1.05)
     ax.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)
     return True

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from jaxcredit import output_dirs, rundir_io
-from jaxcredit.analysis import lm_report, write_results_page
+from jaxcredit.analysis import lm_report, plots, write_results_page
 from jaxcredit.analysis.lm_audit import audit_transcripts
 from jaxcredit.analysis.lm_report import audit_transcript_file
 from jaxcredit.cli import main
@@ -281,12 +281,36 @@ def _crash_every_operation(monkeypatch, setup, write, state, recover, *, whole_b
     return counter.count
 
 
+@pytest.fixture
+def plots_rendered_once():
+    """The crash tests write the same outputs tens of times: each PNG is drawn by matplotlib at its
+    first write and its bytes are written again at the same path after (the same file operations,
+    a tenth of the time; what the plots show is tested in `test_analysis.py`)."""
+    rendered, draw = {}, plots.save_figure
+
+    def save_figure(figure, path, *, dpi=100):
+        key = (os.path.abspath(path), dpi)
+        if key not in rendered:
+            draw(figure, path, dpi=dpi)
+            rendered[key] = Path(path).read_bytes()
+            return path
+        plots.plt.close(figure)
+        os.makedirs(os.path.dirname(key[0]), exist_ok=True)
+        Path(path).write_bytes(rendered[key])
+        return path
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plots, "save_figure", save_figure)
+        patch.setattr(lm_report, "save_figure", save_figure)
+        yield rendered
+
+
 def _reset(src, dst):
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(src, dst)
 
 
-def test_crash_at_every_operation_of_the_page_writer(tmp_path, monkeypatch):
+def test_crash_at_every_operation_of_the_page_writer(tmp_path, monkeypatch, plots_rendered_once):
     sweep = tmp_path / "tiny-sweep"
     shutil.copytree(DATA / "tiny-sweep", sweep)
     pages = tmp_path / "tiny-sweep-page"
@@ -302,10 +326,12 @@ def test_crash_at_every_operation_of_the_page_writer(tmp_path, monkeypatch):
     count = _crash_every_operation(monkeypatch, lambda: _reset(DATA / "tiny-sweep-page", pages), write, state,
                                    lambda: recover_published(str(folder)))
     assert count == 62  # the record's copies, the plots' folder, the JSON files, the exchange, the page
+    assert plots_rendered_once  # the page's plots went through the memo
 
 
 @pytest.mark.parametrize("exchange", [True, False], ids=["exchange", "two renames"])
-def test_crash_at_every_operation_of_the_transcript_audit_writer(exchange, work, tmp_path, monkeypatch):
+def test_crash_at_every_operation_of_the_transcript_audit_writer(exchange, work, tmp_path, monkeypatch,
+                                                                 plots_rendered_once):
     """With the atomic exchange each object is whole at every instant; where a filesystem has
     none, the two renames leave a moment without the target, which the next writer restores."""
     out = tmp_path / "audit"
