@@ -87,12 +87,14 @@ class Values:
     q: jax.Array
 
 
+@functools.partial(jax.jit, static_argnames=("env",))
 def build_graph(env: Environment, problem: Any) -> Graph:
     """The complete graph of `problem`'s positions, stepped with `env.step` at every action.
 
     `problem` is one (unbatched) problem pytree; `jax.vmap(build_graph, in_axes=(None, 0))`
     builds many. This fixed-shape build steps the whole `[S, A]` table; the label work a budget
     ledger charges is what an enumeration needs, `enumeration_env_steps(graph, start)`.
+    Jitted (`env` static), so a call outside `jit` compiles one program, not one per operation.
     """
     positions = jnp.arange(env.num_positions, dtype=jnp.int32)
     return graph_over_positions(env, problem, positions, jnp.ones(positions.shape, bool), lambda index: index)
@@ -481,11 +483,18 @@ def solve(env: Environment, problem: Any, *, policy: str = "uniform", horizon: i
 def solve_graph(graph: Graph, *, policy: str, horizon: int, temperature: float = DEFAULT_TEMPERATURE) -> Values:
     """Exact values of an already built graph under `policy`: 'uniform' (`evaluate_policy` of
     `uniform_policy`), 'optimal' (`optimal_values`, the hard max) or 'soft' (`soft_values` with
-    `temperature`; ignored by the others)."""
+    `temperature`, a checked Python number or a float32 `[]` array; ignored by the others).
+    The arguments are checked here; the solve is one jitted program per policy and horizon."""
+    if policy not in POLICIES:
+        raise ValueError(f"unknown policy {policy!r}; choices: {', '.join(POLICIES)}")
+    temperature = _check_temperature(temperature) if policy == "soft" else None
+    return _solve_graph(graph, temperature, policy=policy, horizon=check_horizon(horizon))
+
+
+@functools.partial(jax.jit, static_argnames=("policy", "horizon"))
+def _solve_graph(graph: Graph, temperature, *, policy: str, horizon: int) -> Values:
     if policy == "uniform":
         return evaluate_policy(graph, uniform_policy(graph), horizon=horizon)
     if policy == "optimal":
         return optimal_values(graph, horizon=horizon)
-    if policy == "soft":
-        return soft_values(graph, horizon=horizon, temperature=temperature)
-    raise ValueError(f"unknown policy {policy!r}; choices: {', '.join(POLICIES)}")
+    return soft_values(graph, horizon=horizon, temperature=temperature)
