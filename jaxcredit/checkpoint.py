@@ -158,6 +158,8 @@ def load_policy(path: str | os.PathLike) -> tuple[PolicyFn, Any, dict]:
     ocp, checkpointer = _checkpointer()
     if not ocp.utils.is_checkpoint_finalized(path):
         raise _corrupted(path, "the write never finished (an orbax temporary directory)")
+    if not any(os.path.isdir(os.path.join(path, item)) for item in ("info", "params")):
+        raise FileNotFoundError(f"no policy checkpoint at {path}: the directory holds neither its info nor its params")
     try:
         try:
             with quiet_orbax():

@@ -20,11 +20,12 @@ _DECIMAL = re.compile(r"[+-]?[0-9]{1,20}", re.ASCII)
 
 
 def _allowed(low: int | float | None, high: int | float | None) -> str:
+    """The allowed range as words after "must be": "in [low, high]", ">= low", "<= high" or ""."""
     if low is not None and high is not None:
-        return f"[{low}, {high}]"
+        return f"in [{low}, {high}]"
     if low is not None:
         return f">= {low}"
-    return f"<= {high}" if high is not None else "any value"
+    return f"<= {high}" if high is not None else ""
 
 
 def require_int(name: str, value: Any, low: int | None = None, high: int | None = None) -> int:
@@ -32,10 +33,10 @@ def require_int(name: str, value: Any, low: int | None = None, high: int | None 
     Python or NumPy integer, not a bool or a float) with `low <= value <= high`."""
     allowed = _allowed(low, high)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer in {allowed}, got {value!r}")
+        raise ValueError(f"{name} must be an integer {allowed}".rstrip() + f", got {value!r}")
     value = int(value)
     if (low is not None and value < low) or (high is not None and value > high):
-        raise ValueError(f"{name} must be in {allowed}, got {value}")
+        raise ValueError(f"{name} must be {allowed}, got {value}")
     return value
 
 
@@ -44,12 +45,12 @@ def require_float(name: str, value: Any, low: float | None = None, high: float |
     number (an int or a float, not a bool, NaN or infinity) with `low <= value <= high`."""
     allowed = _allowed(low, high)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ValueError(f"{name} must be a finite number in {allowed}, got {value!r}")
+        raise ValueError(f"{name} must be a finite number {allowed}".rstrip() + f", got {value!r}")
     value = float(value)
     if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number in {allowed}, got {value}")
+        raise ValueError(f"{name} must be a finite number {allowed}".rstrip() + f", got {value}")
     if (low is not None and value < low) or (high is not None and value > high):
-        raise ValueError(f"{name} must be in {allowed}, got {value:g}")
+        raise ValueError(f"{name} must be {allowed}, got {value:g}")
     return value
 
 

@@ -182,7 +182,7 @@ def test_positions_enumerate_exactly_the_legal_paths(count, numbers):
     ({"count": 6}, r"arithmetic\.count must be in \[2, 5\]"),
     ({"max_turns": 3}, r"arithmetic\.max_turns must be in \[4, 1024\]"),
     ({"family": "nope"}, "unknown problem family 'nope'; choices: default, small_targets"),
-    ({"max_number": 5}, r"arithmetic\.max_number must be in >= 9"),
+    ({"max_number": 5}, r"arithmetic\.max_number must be >= 9"),
     ({"family": "large_values", "count": 5}, "10 digits; observations hold at most 9"),
     ({"require_all_used": 1}, "require_all_used must be True or False"),
 ])

@@ -51,6 +51,9 @@ def test_missing_and_corrupted_checkpoints_are_clear_errors(saved, tmp_path):
     missing = str(tmp_path / "nowhere")
     with pytest.raises(FileNotFoundError, match="nowhere"):
         load_policy(missing)
+    (tmp_path / "not-a-checkpoint").mkdir()  # a directory, but no checkpoint's files in it
+    with pytest.raises(FileNotFoundError, match="not-a-checkpoint: the directory holds neither its info nor"):
+        load_policy(str(tmp_path / "not-a-checkpoint"))
     for damage in ("params/manifest.ocdbt", "info/metadata", "garble"):
         copy = str(tmp_path / damage.replace("/", "_"))
         shutil.copytree(path, copy)

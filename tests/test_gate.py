@@ -26,7 +26,7 @@ def test_gate_config_imitates_the_tie_broken_optimal_policy_on_the_studys_family
         gate_config(fields={"objective": "pg", "credit": "outcome"})
     # the environment is built for the gate's family, so its bound covers the family's numbers
     assert gate_config(family="large_values").eval_families == ("large_values",)
-    with pytest.raises(ValueError, match=r"config.env_overrides: arithmetic.max_number must be in >= 99"):
+    with pytest.raises(ValueError, match=r"config.env_overrides: arithmetic.max_number must be >= 99"):
         gate_config(family="large_values", fields={"env_overrides": {"max_number": 9}})
 
 

@@ -97,6 +97,7 @@ CASES = [
     (["train", "--out", OUT, "--set", "seed=2147483648"], "config.seed must be in [0, 2147483646]"),
     (["train", "--out", OUT, "--set", "seed=2147483647"], "config.seed must be in [0, 2147483646]"),
     (["train", "--out", OUT, "--set", "eval_seed=-1"], "config.eval_seed must be in [0, 2147483647]"),
+    (["train", "--out", OUT, "--set", "learning_rate=abc"], "config.learning_rate must be a finite number >= 0.0,"),
     (["train", "--out", OUT, "--set", "env_overrides=[1,2]"], "config.env_overrides must be a JSON object"),
     (["train", "--out", OUT, "--set", "eval_families=5"], "config.eval_families must be a list"),
     (["train", "--out", OUT, "--set", 'eval_families="default"'], "config.eval_families must be a list"),

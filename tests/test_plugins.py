@@ -148,7 +148,7 @@ def test_a_plugin_arm_trains_sweeps_and_reports_like_a_built_in(plugin, tmp_path
     assert summary["seeds"][0]["main_episodes"] == 64 and summary["seeds"][0]["total_env_steps"] > 64
     capsys.readouterr()
     assert main([*argv[:-2], "--out", str(tmp_path / "bad"), "--set", "credit_options.scale=-1"]) == 2
-    assert "credit_options.scale of credit 'sign-outcome' must be in >= 0.0, got -1" in capsys.readouterr().err
+    assert "credit_options.scale of credit 'sign-outcome' must be >= 0.0, got -1" in capsys.readouterr().err
 
     spec = SweepSpec(name="plugin-sweep", description="test", base={**TINY_TRAIN, "budget": 64},
                      arms={"outcome": {"credit": "outcome"},

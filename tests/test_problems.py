@@ -67,7 +67,7 @@ def test_families_differ_in_difficulty_markers():
 
 @pytest.mark.parametrize("args, message", [
     (("nope", 3, 0), "unknown problem family 'nope'; choices: default, small_targets, multiplication, large_values"),
-    (("default", -1, 0), r"problem_set: n must be an integer in >= 0, got -1|problem_set: n must be in >= 0, got -1"),
+    (("default", -1, 0), r"problem_set: n must be an integer >= 0, got -1|problem_set: n must be >= 0, got -1"),
 ])
 def test_bad_arguments(args, message):
     with pytest.raises(ValueError, match=message):
