@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import os
 import sys
@@ -251,6 +252,17 @@ def _cmd_pack(args) -> None:
     print(f"packed {args.sweep} into {args.out}: {len(packed['finished'])} finished cells (no checkpoints), "
           f"{len(packed['unfinished'])} unfinished (with their checkpoints), {packed['bytes'] / 2**20:.1f} MiB; "
           f"resume: copy it to a working directory and run the same sweep command with --resume there")
+
+
+def _cmd_status(args) -> None:
+    from jaxcredit.train.status import format_status, sweep_status
+
+    status = sweep_status(args.sweep)
+    if args.json:
+        _print_json({"name": status["name"], "phases": [
+            {"phase": p["phase"], "runs": [dataclasses.asdict(r) for r in p["runs"]]} for p in status["phases"]]})
+        return
+    print(format_status(status))
 
 
 def _cmd_suite(args) -> None:
@@ -890,6 +902,13 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--out", required=True, help="a new directory")
     pack.add_argument("--json", action="store_true", help="print the result as one JSON object")
     pack.set_defaults(handler=_cmd_pack)
+
+    status = commands.add_parser("status", help="where a sweep stands, read from its directory (it may be "
+                                                "running): runs finished, running, stopped, not started; progress "
+                                                "and time left of the running ones")
+    status.add_argument("sweep", help="sweep directory")
+    status.add_argument("--json", action="store_true", help="print the status as one JSON object")
+    status.set_defaults(handler=_cmd_status)
 
     suite = commands.add_parser("suite", help="the credit-assignment suite: every arm's labels against exact values "
                                               "and its learning at equal attempts and equal cost, scored in [0, 1]")

@@ -357,6 +357,17 @@ def _alive(owner: dict) -> bool:
     return started is None or _process_start(owner["pid"]) in (None, started)
 
 
+def lock_held(directory: str) -> bool:
+    """Whether `directory`'s lock file names a process that is alive on this host: read only (the
+    lock is neither taken nor tested), for reporting a run as running."""
+    try:
+        with open(os.path.join(directory, LOCK_NAME)) as f:
+            owner = json.loads(f.read() or "{}")
+    except (OSError, ValueError):
+        return False
+    return isinstance(owner, dict) and _alive(owner)
+
+
 class RunLocked(ValueError):
     """Another process holds the directory's lock."""
 

@@ -1,0 +1,146 @@
+"""Where a sweep stands, read from its directory alone: `jaxcredit status SWEEP`.
+
+A long sweep runs in the background for hours; this reads what it has written (never writing,
+never taking a lock) and says, phase by phase (tuning, the budgeted cells, the matched cells), how
+many runs are finished, running, stopped part-way or not started, how long the finished ones took,
+and for each unfinished run its budget fraction, its last evaluation and, while it runs, an
+estimate of its remaining wall time from its own pace. A run counts as running while the process
+named in its lock file is alive on this host.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from jaxcredit.rundir_io import lock_held, read_json, read_jsonl
+from jaxcredit.train.sweep import SweepSpec
+
+STATES = ("finished", "running", "stopped", "not started")
+
+
+@dataclasses.dataclass(frozen=True)
+class RunStatus:
+    """One run directory's state. `fraction`: the slowest seed's share of its budget (None before
+    its first evaluation, or for a matched run, whose budget is a per-seed schedule); `wall_seconds`:
+    summed over its timing sessions; `remaining_seconds`: while it runs, its training segments' seconds
+    so far scaled to the rest of its budget."""
+
+    label: str
+    state: str
+    fraction: float | None = None
+    last_eval: int | None = None
+    num_evals: int | None = None
+    success: float | None = None
+    wall_seconds: float | None = None
+    remaining_seconds: float | None = None
+
+
+def _spec(out: str) -> SweepSpec:
+    path = os.path.join(out, "sweep_spec.json")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"{out} holds no sweep (no sweep_spec.json)")
+    record = read_json(path)
+    fields = {f.name for f in dataclasses.fields(SweepSpec)}
+    values = {k: v for k, v in record.items() if k in fields}
+    if "arm_order" in record:  # JSON files are written with sorted keys: the arms' order is kept apart
+        values["arms"] = {arm: record["arms"][arm] for arm in record["arm_order"]}
+    for key in ("regimes", "match_on"):
+        if key in values:
+            values[key] = tuple(values[key])
+    return SweepSpec(**values)
+
+
+def _wall_seconds(path: str) -> float | None:
+    try:
+        sessions = read_json(os.path.join(path, "timing.json")).get("sessions", [])
+    except (OSError, ValueError):
+        return None
+    seconds = [s.get("wall_seconds") for s in sessions if isinstance(s.get("wall_seconds"), (int, float))]
+    return float(sum(seconds)) if seconds else None
+
+
+def _seconds_to_last_eval(rows: list[dict]) -> float | None:
+    """The training segments' seconds up to the last evaluation: one `segment_seconds` per evaluation."""
+    per_eval = {row["eval_index"]: row["segment_seconds"] for row in rows
+                if isinstance(row.get("segment_seconds"), (int, float))}
+    return float(sum(per_eval.values())) if per_eval else None
+
+
+def run_status(path: str, label: str, config=None) -> RunStatus:
+    """The state of the run directory `path` (its `TrainConfig` `config` gives the budget; None: no fraction)."""
+    if not os.path.isdir(path):
+        return RunStatus(label, "not started")
+    wall = _wall_seconds(path)
+    if os.path.exists(os.path.join(path, "summary.json")):
+        return RunStatus(label, "finished", fraction=1.0, wall_seconds=wall)
+    state = "running" if lock_held(path) else "stopped"
+    metrics = os.path.join(path, "metrics.jsonl")
+    rows = read_jsonl(metrics) if os.path.exists(metrics) else []
+    if not rows:
+        return RunStatus(label, state, wall_seconds=wall)
+    last = max(row["eval_index"] for row in rows)
+    rows = [row for row in rows if row["eval_index"] == last]
+    success = sum(row["success_greedy"] for row in rows) / len(rows)
+    fraction = None
+    if config is not None and all(config.budget_counter in row for row in rows):
+        fraction = min(1.0, min(row[config.budget_counter] for row in rows) / config.budget)
+    remaining = None
+    paced = _seconds_to_last_eval(read_jsonl(metrics))  # the time its fraction took, as of the same evaluation
+    if state == "running" and fraction and paced:
+        remaining = paced * (1.0 - fraction) / fraction
+    return RunStatus(label, state, fraction, last, None if config is None else config.num_evals, success, wall,
+                     remaining)
+
+
+def sweep_status(out: str) -> dict:
+    """`{"name", "phases": [{"phase", "runs": [RunStatus, ...]}, ...]}` for the sweep directory `out`:
+    the tuning runs (where the sweep tunes), the budgeted cells, and the matched cells found so far.
+    Raises `FileNotFoundError` when `out` holds no sweep."""
+    spec = _spec(out)
+    phases = []
+    if spec.tune is not None:
+        phases.append({"phase": "tuning", "runs": [
+            run_status(os.path.join(out, "tune", arm, point), f"tune/{arm}/{point}", config)
+            for (arm, point), config in spec.tuning_configs().items()]})
+    phases.append({"phase": "cells", "runs": [
+        run_status(os.path.join(out, regime, arm), f"{regime}/{arm}", config)
+        for (regime, arm), config in spec.cell_configs().items()]})
+    if "matched" in spec.regimes:
+        root = os.path.join(out, "matched")
+        names = sorted(os.listdir(root)) if os.path.isdir(root) else []
+        phases.append({"phase": "matched", "runs": [run_status(os.path.join(root, name), f"matched/{name}")
+                                                    for name in names if os.path.isdir(os.path.join(root, name))]})
+    return {"name": spec.name, "phases": phases}
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def format_status(status: dict) -> str:
+    """The text `jaxcredit status` prints: one line per phase, then one per unfinished run that has started."""
+    lines = [f"sweep {status['name']}"]
+    for phase in status["phases"]:
+        runs = phase["runs"]
+        counts = {state: sum(r.state == state for r in runs) for state in STATES}
+        text = ", ".join(f"{n} {state}" for state, n in counts.items() if n)
+        if phase["phase"] == "matched" and not runs:
+            text = "not started (it starts once the attempts cells are finished)"
+        took = [r.wall_seconds for r in runs if r.state == "finished" and r.wall_seconds]
+        if took:
+            text += f"; finished runs took {_minutes(sum(took) / len(took))} each on average"
+        count = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
+        lines.append(f"{phase['phase']}: {count}: {text}" if runs else f"{phase['phase']}: {text}")
+        for run in runs:
+            if run.state in ("running", "stopped") and (run.last_eval is not None or run.state == "running"):
+                parts = [run.state]
+                if run.fraction is not None:
+                    parts.append(f"{run.fraction:.0%} of its budget")
+                if run.last_eval is not None:
+                    of = f"/{run.num_evals}" if run.num_evals else ""
+                    parts.append(f"eval {run.last_eval}{of}, greedy success {run.success:.2f}")
+                if run.remaining_seconds is not None:
+                    parts.append(f"about {_minutes(run.remaining_seconds)} left")
+                lines.append(f"  {run.label}: " + ", ".join(parts))
+    return "\n".join(lines)
