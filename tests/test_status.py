@@ -11,7 +11,7 @@ import pytest
 
 from jaxcredit.cli import main
 from jaxcredit.rundir_io import LOCK_NAME
-from jaxcredit.train.status import format_status, sweep_status
+from jaxcredit.train.status import format_status, phase_seconds_left, sweep_status
 
 DATA = Path(__file__).parent / "data"
 
@@ -56,6 +56,10 @@ def test_status_counts_every_phase_and_reads_the_running_cell(sweep):
     seconds = at_one[0]["segment_seconds"]  # one segment so far: its pace gives the rest
     assert running.remaining_seconds == pytest.approx(seconds * (1 - running.fraction) / running.fraction)
     assert cells["fixed-steps/mc"].remaining_seconds is None  # stopped: no pace to extrapolate
+    finished = json.loads((sweep / "attempts/outcome/timing.json").read_text())["sessions"]
+    took = sum(s["wall_seconds"] for s in finished)
+    # one running (its own estimate) and two to do (stopped, not started) at the finished run's time, one at a time
+    assert phase_seconds_left(list(cells.values())) == pytest.approx(running.remaining_seconds + 2 * took)
     text = format_status(status)
     assert text.splitlines()[1].startswith("cells: 4 runs: 1 finished, 1 running, 1 stopped, 1 not started")
     assert "  attempts/mc: running, " in text and "eval 1/3" in text and "left" in text

@@ -114,6 +114,18 @@ def sweep_status(out: str) -> dict:
     return {"name": spec.name, "phases": phases}
 
 
+def phase_seconds_left(runs: list[RunStatus]) -> float | None:
+    """A rough wall-time estimate for a phase's unfinished runs: the running runs' own estimates plus
+    the mean finished run's time for each run not started or stopped, shared by as many runs at a
+    time as are running now. None while nothing runs or no run has finished."""
+    running = [r for r in runs if r.state == "running"]
+    took = [r.wall_seconds for r in runs if r.state == "finished" and r.wall_seconds]
+    if not running or not took or any(r.remaining_seconds is None for r in running):
+        return None
+    waiting = sum(r.state in ("not started", "stopped") for r in runs)
+    return (sum(r.remaining_seconds for r in running) + waiting * sum(took) / len(took)) / len(running)
+
+
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
@@ -130,6 +142,9 @@ def format_status(status: dict) -> str:
         took = [r.wall_seconds for r in runs if r.state == "finished" and r.wall_seconds]
         if took:
             text += f"; finished runs took {_minutes(sum(took) / len(took))} each on average"
+        left = phase_seconds_left(runs)
+        if left is not None:
+            text += f"; about {_minutes(left)} left in this phase at {counts['running']} at a time"
         count = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
         lines.append(f"{phase['phase']}: {count}: {text}" if runs else f"{phase['phase']}: {text}")
         for run in runs:
