@@ -14,7 +14,6 @@ registers trains in a worker process as it does here.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 import time
 from typing import NamedTuple
@@ -23,7 +22,6 @@ from jaxcredit.plugins import load_plugins
 from jaxcredit.timing import timed_cell
 from jaxcredit.train.config import TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training
-from jaxcredit.train.rundir import read_jsonl
 
 BACKENDS = ("local", "ray")
 
@@ -177,20 +175,15 @@ def _run_cell(cell: Cell, plugins: tuple, board):
 
 def cell_progress(cell: Cell) -> str:
     """`"attempts/mc 40% (eval 2/5, success 0.31)"`: a running cell's budget fraction (the slowest
-    seed's) and its last evaluation, from its `metrics.jsonl`; `"<label> starting"` before the first."""
-    path = os.path.join(cell.out, "metrics.jsonl")
-    rows = read_jsonl(path) if os.path.exists(path) else []  # written atomically after each evaluation
-    if not rows:
-        return f"{cell.label} starting"
-    last = max(row["eval_index"] for row in rows)
-    rows = [row for row in rows if row["eval_index"] == last]
-    success = sum(row["success_greedy"] for row in rows) / len(rows)
-    evaluation = f"eval {last}/{cell.config.num_evals}, success {success:.2f}"
-    counter = cell.config.budget_counter
-    if not all(counter in row for row in rows):
-        return f"{cell.label} ({evaluation})"
-    done = min(row[counter] for row in rows) / cell.config.budget
-    return f"{cell.label} {min(done, 1.0):.0%} ({evaluation})"
+    seed's) and its last evaluation, from its `metrics.jsonl` (`jaxcredit.train.status.run_status`);
+    `"<label> starting"` before the first."""
+    from jaxcredit.train.status import run_status  # status reads sweeps, which run through this module
+
+    run = run_status(cell.out, cell.label, cell.config)
+    if run.last_eval is None:
+        return f"{cell.label} {'done' if run.state == 'finished' else 'starting'}"
+    evaluation = f"eval {run.last_eval}/{cell.config.num_evals}, success {run.success:.2f}"
+    return f"{cell.label} ({evaluation})" if run.fraction is None else f"{cell.label} {run.fraction:.0%} ({evaluation})"
 
 
 def progress_line(cells: list[Cell], summaries: dict, failures: dict, started: list[str]) -> str:

@@ -76,17 +76,17 @@ def run_status(path: str, label: str, config=None) -> RunStatus:
         return RunStatus(label, "finished", fraction=1.0, wall_seconds=wall)
     state = "running" if lock_held(path) else "stopped"
     metrics = os.path.join(path, "metrics.jsonl")
-    rows = read_jsonl(metrics) if os.path.exists(metrics) else []
-    if not rows:
+    every = read_jsonl(metrics) if os.path.exists(metrics) else []  # written atomically after each evaluation
+    if not every:
         return RunStatus(label, state, wall_seconds=wall)
-    last = max(row["eval_index"] for row in rows)
-    rows = [row for row in rows if row["eval_index"] == last]
+    last = max(row["eval_index"] for row in every)
+    rows = [row for row in every if row["eval_index"] == last]
     success = sum(row["success_greedy"] for row in rows) / len(rows)
     fraction = None
     if config is not None and all(config.budget_counter in row for row in rows):
         fraction = min(1.0, min(row[config.budget_counter] for row in rows) / config.budget)
     remaining = None
-    paced = _seconds_to_last_eval(read_jsonl(metrics))  # the time its fraction took, as of the same evaluation
+    paced = _seconds_to_last_eval(every)  # the time its fraction took, as of the same evaluation
     if state == "running" and fraction and paced:
         remaining = paced * (1.0 - fraction) / fraction
     return RunStatus(label, state, fraction, last, None if config is None else config.num_evals, success, wall,
