@@ -22,7 +22,8 @@ Set `JAXCREDIT_TEST_FULL_XLA=1` to run the suite with XLA's default optimisation
 The costliest files run first (`pytest_collection_modifyitems`, from `tests/file_costs.json`).
 
 `JAXCREDIT_TEST_CPU_LOG=FILE` appends one JSON line per test phase to FILE: its node id, phase,
-wall seconds and CPU seconds (this process, and the subprocesses it waited for). CPU seconds
+wall seconds, CPU seconds (this process, and the subprocesses it waited for), and the seconds and
+number of XLA compiles in this process. CPU seconds
 depend far less on other jobs than wall time does, so they say where the suite's time goes on a
 loaded machine (`python tests/cpu_report.py FILE` sums them per file).
 """
@@ -80,18 +81,36 @@ def _cpu_seconds() -> tuple[float, float]:
     return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
+_COMPILES = {"seconds": 0.0, "count": 0, "listening": False}  # this process's XLA compiles so far
+
+
+def _count_compile(event: str, duration: float, **kwargs) -> None:
+    if event == "/jax/core/compile/backend_compile_duration":
+        _COMPILES["seconds"] += duration
+        _COMPILES["count"] += 1
+
+
 def _log_phase(item, phase: str):
-    """A hook wrapper body: time one phase of `item` and append it to `JAXCREDIT_TEST_CPU_LOG`."""
+    """A hook wrapper body: time one phase of `item` and append it to `JAXCREDIT_TEST_CPU_LOG`,
+    with the seconds and number of XLA compiles in this process during it (`jax.monitoring`)."""
     path = os.environ.get("JAXCREDIT_TEST_CPU_LOG")
     if not path:
         yield
         return
+    if not _COMPILES["listening"]:
+        import jax.monitoring
+
+        jax.monitoring.register_event_duration_secs_listener(_count_compile)
+        _COMPILES["listening"] = True
     wall, (own, children) = time.perf_counter(), _cpu_seconds()
+    compiled, compiles = _COMPILES["seconds"], _COMPILES["count"]
     yield
     after = _cpu_seconds()
     with open(path, "a") as f:  # one short line per write: appends from the xdist workers do not interleave
         f.write(json.dumps({"test": item.nodeid, "phase": phase, "wall": time.perf_counter() - wall,
-                            "cpu": after[0] - own, "children_cpu": after[1] - children}) + "\n")
+                            "cpu": after[0] - own, "children_cpu": after[1] - children,
+                            "compile": _COMPILES["seconds"] - compiled,
+                            "compiles": _COMPILES["count"] - compiles}) + "\n")
 
 
 FILE_COSTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "file_costs.json")
