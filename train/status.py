@@ -115,15 +115,18 @@ def sweep_status(out: str) -> dict:
 
 
 def phase_seconds_left(runs: list[RunStatus]) -> float | None:
-    """A rough wall-time estimate for a phase's unfinished runs: the running runs' own estimates plus
-    the mean finished run's time for each run not started or stopped, shared by as many runs at a
-    time as are running now. None while nothing runs or no run has finished."""
+    """A rough wall-time estimate for a phase's unfinished runs: the running runs' own estimates (the
+    mean finished run's time for one without an evaluation yet) plus that mean for each run not
+    started or stopped, shared by as many runs at a time as are running now. None while nothing
+    runs or no run has finished."""
     running = [r for r in runs if r.state == "running"]
     took = [r.wall_seconds for r in runs if r.state == "finished" and r.wall_seconds]
-    if not running or not took or any(r.remaining_seconds is None for r in running):
+    if not running or not took:
         return None
+    mean = sum(took) / len(took)
     waiting = sum(r.state in ("not started", "stopped") for r in runs)
-    return (sum(r.remaining_seconds for r in running) + waiting * sum(took) / len(took)) / len(running)
+    own = sum(mean if r.remaining_seconds is None else r.remaining_seconds for r in running)
+    return (own + waiting * mean) / len(running)
 
 
 def _minutes(seconds: float) -> str:
