@@ -74,3 +74,15 @@ def test_status_command_and_its_errors(sweep, tmp_path, capsys):
     assert main(["status", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert err == f"jaxcredit: error: {tmp_path} holds no sweep (no sweep_spec.json)"
+
+
+def test_phase_estimate_by_hand():
+    from jaxcredit.train.status import RunStatus
+
+    done = [RunStatus("a", "finished", wall_seconds=100.0), RunStatus("b", "finished", wall_seconds=300.0)]
+    running = [RunStatus("c", "running", remaining_seconds=50.0), RunStatus("d", "running")]  # d: no evaluation yet
+    todo = [RunStatus("e", "not started"), RunStatus("f", "stopped")]
+    # (50 + 200 for d, + 2 x 200 to do) / 2 running at a time
+    assert phase_seconds_left(done + running + todo) == pytest.approx((50 + 200 + 2 * 200) / 2)
+    assert phase_seconds_left(done + todo) is None  # nothing runs: no pace
+    assert phase_seconds_left(running + todo) is None  # nothing finished: no run time to go by
