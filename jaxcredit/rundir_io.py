@@ -361,11 +361,14 @@ def lock_held(directory: str) -> bool:
     """Whether `directory`'s lock file names a process that is alive on this host: read only (the
     lock is neither taken nor tested), for reporting a run as running."""
     try:
-        with open(os.path.join(directory, LOCK_NAME)) as f:
-            owner = json.loads(f.read() or "{}")
-    except (OSError, ValueError):
+        fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDONLY)
+    except OSError:
         return False
-    return isinstance(owner, dict) and _alive(owner)
+    try:
+        owner = RunLock._read(fd)
+    finally:
+        os.close(fd)
+    return bool(owner) and _alive(owner)
 
 
 class RunLocked(ValueError):

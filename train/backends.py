@@ -22,6 +22,7 @@ from jaxcredit.plugins import load_plugins
 from jaxcredit.timing import timed_cell
 from jaxcredit.train.config import TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training
+from jaxcredit.train.rundir import evaluation_progress
 
 BACKENDS = ("local", "ray")
 
@@ -175,15 +176,14 @@ def _run_cell(cell: Cell, plugins: tuple, board):
 
 def cell_progress(cell: Cell) -> str:
     """`"attempts/mc 40% (eval 2/5, success 0.31)"`: a running cell's budget fraction (the slowest
-    seed's) and its last evaluation, from its `metrics.jsonl` (`jaxcredit.train.status.run_status`);
-    `"<label> starting"` before the first."""
-    from jaxcredit.train.status import run_status  # status reads sweeps, which run through this module
-
-    run = run_status(cell.out, cell.label, cell.config)
-    if run.last_eval is None:
-        return f"{cell.label} {'done' if run.state == 'finished' else 'starting'}"
-    evaluation = f"eval {run.last_eval}/{cell.config.num_evals}, success {run.success:.2f}"
-    return f"{cell.label} ({evaluation})" if run.fraction is None else f"{cell.label} {run.fraction:.0%} ({evaluation})"
+    seed's) and its last evaluation (`rundir.evaluation_progress`); `"<label> starting"` before the first."""
+    progress = evaluation_progress(cell.out, cell.config)
+    if progress is None:
+        return f"{cell.label} starting"
+    evaluation = f"eval {progress.last_eval}/{cell.config.num_evals}, success {progress.success:.2f}"
+    if progress.fraction is None:
+        return f"{cell.label} ({evaluation})"
+    return f"{cell.label} {progress.fraction:.0%} ({evaluation})"
 
 
 def progress_line(cells: list[Cell], summaries: dict, failures: dict, started: list[str]) -> str:

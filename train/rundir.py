@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import orbax.checkpoint as ocp
@@ -162,3 +162,33 @@ class RunDir:
             first = str(error).splitlines()[0] if str(error) else type(error).__name__
             raise ValueError(f"corrupted checkpoint {directory}: {first[:300]}") from None
         return state, info
+
+
+class Progress(NamedTuple):
+    """A run's last evaluation, from its `metrics.jsonl`: its index, the mean greedy success over
+    seeds, the slowest seed's share of the budget (None without a config or the budget counter),
+    and the training segments' seconds up to it (None where the rows lack `segment_seconds`)."""
+
+    last_eval: int
+    success: float
+    fraction: float | None
+    seconds: float | None
+
+
+def evaluation_progress(run_dir: str, config=None) -> Progress | None:
+    """The `Progress` of run directory `run_dir` (its `TrainConfig` `config` gives the budget);
+    None before its first evaluation. `metrics.jsonl` is written atomically after each evaluation,
+    so it can be read while the run goes on."""
+    path = os.path.join(run_dir, "metrics.jsonl")
+    every = read_jsonl(path) if os.path.exists(path) else []
+    if not every:
+        return None
+    last = max(row["eval_index"] for row in every)
+    rows = [row for row in every if row["eval_index"] == last]
+    success = sum(row["success_greedy"] for row in rows) / len(rows)
+    fraction = None
+    if config is not None and all(config.budget_counter in row for row in rows):
+        fraction = min(1.0, min(row[config.budget_counter] for row in rows) / config.budget)
+    per_eval = {row["eval_index"]: row["segment_seconds"] for row in every
+                if isinstance(row.get("segment_seconds"), (int, float))}  # one per evaluation, on every seed's row
+    return Progress(last, success, fraction, float(sum(per_eval.values())) if per_eval else None)

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from jaxcredit.rundir_io import lock_held, read_json, read_jsonl
+from jaxcredit.rundir_io import lock_held, read_json
+from jaxcredit.train.rundir import evaluation_progress
 from jaxcredit.train.sweep import SweepSpec
 
 STATES = ("finished", "running", "stopped", "not started")
@@ -60,13 +61,6 @@ def _wall_seconds(path: str) -> float | None:
     return float(sum(seconds)) if seconds else None
 
 
-def _seconds_to_last_eval(rows: list[dict]) -> float | None:
-    """The training segments' seconds up to the last evaluation: one `segment_seconds` per evaluation."""
-    per_eval = {row["eval_index"]: row["segment_seconds"] for row in rows
-                if isinstance(row.get("segment_seconds"), (int, float))}
-    return float(sum(per_eval.values())) if per_eval else None
-
-
 def run_status(path: str, label: str, config=None) -> RunStatus:
     """The state of the run directory `path` (its `TrainConfig` `config` gives the budget; None: no fraction)."""
     if not os.path.isdir(path):
@@ -75,22 +69,14 @@ def run_status(path: str, label: str, config=None) -> RunStatus:
     if os.path.exists(os.path.join(path, "summary.json")):
         return RunStatus(label, "finished", fraction=1.0, wall_seconds=wall)
     state = "running" if lock_held(path) else "stopped"
-    metrics = os.path.join(path, "metrics.jsonl")
-    every = read_jsonl(metrics) if os.path.exists(metrics) else []  # written atomically after each evaluation
-    if not every:
+    progress = evaluation_progress(path, config)
+    if progress is None:
         return RunStatus(label, state, wall_seconds=wall)
-    last = max(row["eval_index"] for row in every)
-    rows = [row for row in every if row["eval_index"] == last]
-    success = sum(row["success_greedy"] for row in rows) / len(rows)
-    fraction = None
-    if config is not None and all(config.budget_counter in row for row in rows):
-        fraction = min(1.0, min(row[config.budget_counter] for row in rows) / config.budget)
     remaining = None
-    paced = _seconds_to_last_eval(every)  # the time its fraction took, as of the same evaluation
-    if state == "running" and fraction and paced:
-        remaining = paced * (1.0 - fraction) / fraction
-    return RunStatus(label, state, fraction, last, None if config is None else config.num_evals, success, wall,
-                     remaining)
+    if state == "running" and progress.fraction and progress.seconds:  # the pace as of the same evaluation
+        remaining = progress.seconds * (1.0 - progress.fraction) / progress.fraction
+    return RunStatus(label, state, progress.fraction, progress.last_eval, None if config is None else config.num_evals,
+                     progress.success, wall, remaining)
 
 
 def sweep_status(out: str) -> dict:
