@@ -24,6 +24,11 @@ afterstate environment steps one iteration spends (the ledger's `afterstate_env_
 ratios of afterstate and lookahead to token time (`--quick`: tiny MAD only, and the outcome arm
 only).
 
+Packed afterstates: the afterstate policy's forward pass and the gradient of the outcome loss over
+one iteration's trajectory on the arithmetic study's rung (3 numbers, turns left shown; `--quick`:
+4 turns, the tiny network), scoring only the legal afterstates (`AfterstatePolicy.packed`, the
+default) and every row (`packed=False`), side by side, with the legal fraction of the rows.
+
 `episodes_per_iteration` scaling: the outcome iteration's time at 16 to 1,024 episodes per
 iteration (problems per iteration x 4 attempts), one compile each. `--quick` runs tiny iterations
 (2 problems x 2 attempts), a 512 matmul, and reports its one outcome iteration as the scaling row.
@@ -33,6 +38,7 @@ Shape letters: B episodes per iteration, T turns, L observation length.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -106,6 +112,34 @@ def _passes(trainer, state):
     return (lambda: forward(*args_f)), (lambda: gradient(*args_g)), flops_f, flops_g, count
 
 
+def _packed_passes(quick: bool) -> tuple[dict, float]:
+    """`(calls, legal fraction)`: zero-argument forward and gradient calls of the afterstate policy on
+    one arithmetic iteration's trajectory, packed and dense (`packed`/`dense` x `forward`/`gradient`),
+    and the fraction of the trajectory's `B * T * A` rows whose action is legal."""
+    env = {"count": 3, "family": "default", "include_turns_left": True, **({"max_turns": 4} if quick else {})}
+    trainer = _input_trainer({"env": "arithmetic", "env_overrides": env}, INPUT_CREDITS["outcome"], "afterstate",
+                             quick)
+    if quick:  # _input_trainer's tiny arithmetic, with the rung's clock shown
+        trainer = make_train(dataclasses.replace(trainer.config, env_overrides=tuple(sorted(env.items()))))
+    state = trainer.init(jnp.int32(0))
+    _, starts = trainer.sample_episodes(state)
+    trajectory, _ = rollout(trainer.env, trainer.policy_fn, state.params, starts, jax.random.key(1),
+                            num_turns=trainer.env.max_turns)
+    advantage = jnp.where(trajectory.live, 1.0, 0.0)
+    calls = {}
+    for name, packed in (("packed", True), ("dense", False)):
+        policy_fn = dataclasses.replace(trainer.policy_fn, packed=packed)
+        forward = jax.jit(policy_fn)
+        gradient = jax.jit(jax.grad(lambda p, f=policy_fn: -jnp.sum(
+            advantage * jnp.take_along_axis(jax.nn.log_softmax(f(p, trajectory.observation,
+                                                                 trajectory.legal_action_mask)),
+                                            trajectory.action[..., None], axis=-1)[..., 0])))
+        calls[f"{name}:forward"] = functools.partial(forward, state.params, trajectory.observation,
+                                                     trajectory.legal_action_mask)
+        calls[f"{name}:gradient"] = functools.partial(gradient, state.params)
+    return calls, float(trajectory.legal_action_mask.mean())
+
+
 def _matmul(n: int):
     a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
     b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
@@ -144,10 +178,11 @@ def run(args) -> dict:
         env_name, credit, policy_input = cell
         trainer = _input_trainer(INPUT_ENVS[env_name], INPUT_CREDITS[credit], policy_input, quick)
         calls[":".join(cell)], spent[":".join(cell)], _ = _iteration(trainer)
+    packed_calls, legal_fraction = _packed_passes(quick)
     forward, gradient, flops_f, flops_g, count = passes
     n = 512 if quick else 1024
-    timing = time_interleaved({**calls, "forward": forward, "forward_backward": gradient, "matmul": _matmul(n)},
-                              repeats=repeats)
+    timing = time_interleaved({**calls, **packed_calls, "forward": forward, "forward_backward": gradient,
+                               "matmul": _matmul(n)}, repeats=repeats)
     seconds = {name: timing[name][0] for name in timing}
     matmul_rate = 2 * n**3 / seconds["matmul"]
     per_f, per_g = flops_f / count, flops_g / count
@@ -196,6 +231,12 @@ def run(args) -> dict:
     print_table("policy input: one iteration with tokens, afterstate and afterstate + lookahead",
                 ["env", "arm", "tokens", "afterstate", "lookahead", "afterstate/tokens", "lookahead/tokens",
                  "main env steps", "afterstate env steps", "lookahead env steps"], input_rows)
+    packed_ratios = {f"train:afterstate_dense_vs_packed:{what}": seconds[f"dense:{what}"] / seconds[f"packed:{what}"]
+                     for what in ("forward", "gradient")}
+    print_table(f"afterstate policy on arithmetic (3 numbers): legal afterstates only vs every row "
+                f"({legal_fraction:.0%} of the rows legal)", ["pass", "packed", "dense", "dense/packed"],
+                [[what, f"{seconds[f'packed:{what}'] * 1e3:.1f} ms", f"{seconds[f'dense:{what}'] * 1e3:.1f} ms",
+                  f"{packed_ratios[f'train:afterstate_dense_vs_packed:{what}']:.2f}x"] for what in ("forward", "gradient")])
     print_table("outcome iteration vs episodes per iteration", ["episodes", "time/iteration", "time/episode"],
                 [[r["episodes"], f"{r['seconds'] * 1e3:.1f} ms", f"{r['seconds_per_episode'] * 1e3:.2f} ms"]
                  for r in scale])
@@ -215,11 +256,12 @@ def run(args) -> dict:
                                           "main_env_steps": spent[":".join(cell)].main_env_steps,
                                           "afterstate_env_steps": spent[":".join(cell)].afterstate_env_steps}
                          for cell in input_cells},
+        "afterstate_legal_fraction": legal_fraction,
         "ratios": {f"train:forward_vs_matmul@{n}": fraction["forward"],
                    f"train:forward_backward_vs_matmul@{n}": fraction["forward_backward"],
                    "train:outcome_vs_bound": over_bound["outcome"],
                    "train:mc_vs_bound": over_bound["mc"],
                    "train:outcome_vs_mc_steps_per_second": steps_per_second["outcome"] / steps_per_second["mc"],
-                   **input_ratios},
+                   **input_ratios, **packed_ratios},
         "machine": machine_description(),
     }

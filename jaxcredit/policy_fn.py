@@ -9,7 +9,7 @@ What the policy reads is its input (`policy_input`). A plain `PolicyFn` reads th
 tokens of the state. An `AfterstatePolicy` reads afterstates instead: its `observation` argument
 is the encoding of the state each action leads to, int32 `[..., A * W]`
 (`jaxcredit.afterstate.afterstate_observations`; with its `lookahead`, each afterstate's legal
-successors summarized too), and it scores each of the `A` afterstates with one network.
+successors summarized too), and it scores each legal action's afterstate with one network.
 Consumers never build either input by hand: `jaxcredit.afterstate.policy_observations(env,
 policy_fn, states)` gives what `policy_fn` reads at `states`.
 """
@@ -22,6 +22,8 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+
+from jaxcredit.packed_rows import packed_rows
 
 PolicyFn = Callable[[Any, jax.Array, jax.Array], jax.Array]
 
@@ -70,6 +72,10 @@ class AfterstatePolicy:
       logits_transform: None, or a function of `(logits [..., A], legal_action_mask [..., A])`
         applied last (e.g. the greedy policy of evaluation); a module-level function, so equal
         policies hash equal under `jax.jit`'s static arguments.
+      packed: score only the legal actions' afterstates (`jaxcredit.packed_rows`: the work follows
+        the legal count, about 30% of the rows on arithmetic with 3 numbers), the default; False
+        scores every row, the dense reference. Both give the same logits and gradients up to float
+        summation order: an illegal action's logit is masked either way.
 
     Calling it is the `PolicyFn` contract with `observation` int32 `[..., A * W]`: the `A`
     afterstate encodings of each state, concatenated. Frozen and hashable (a static argument).
@@ -79,12 +85,19 @@ class AfterstatePolicy:
     width: int
     lookahead: int = 0
     logits_transform: Callable[[jax.Array, jax.Array], jax.Array] | None = None
+    packed: bool = True
 
     policy_input = "afterstate"
 
     def __call__(self, params: Any, observation: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
         afterstates = observation.reshape(*legal_action_mask.shape, self.width)
-        logits = masked_logits(self.score_fn(params, afterstates), legal_action_mask)
+        if self.packed:
+            rows = afterstates.reshape(-1, self.width)
+            scores = packed_rows(self.score_fn, params, rows, legal_action_mask.reshape(-1))
+            scores = scores.reshape(legal_action_mask.shape)
+        else:
+            scores = self.score_fn(params, afterstates)
+        logits = masked_logits(scores, legal_action_mask)
         if self.logits_transform is not None:
             logits = self.logits_transform(logits, legal_action_mask)
         return logits
