@@ -236,7 +236,8 @@ def run(args) -> dict:
     print_table(f"afterstate policy on arithmetic (3 numbers): legal afterstates only vs every row "
                 f"({legal_fraction:.0%} of the rows legal)", ["pass", "packed", "dense", "dense/packed"],
                 [[what, f"{seconds[f'packed:{what}'] * 1e3:.1f} ms", f"{seconds[f'dense:{what}'] * 1e3:.1f} ms",
-                  f"{packed_ratios[f'train:afterstate_dense_vs_packed:{what}']:.2f}x"] for what in ("forward", "gradient")])
+                  f"{packed_ratios[f'train:afterstate_dense_vs_packed:{what}']:.2f}x"]
+                 for what in ("forward", "gradient")])
     print_table("outcome iteration vs episodes per iteration", ["episodes", "time/iteration", "time/episode"],
                 [[r["episodes"], f"{r['seconds'] * 1e3:.1f} ms", f"{r['seconds_per_episode'] * 1e3:.2f} ms"]
                  for r in scale])
