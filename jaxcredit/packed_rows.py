@@ -46,6 +46,10 @@ def _chunk_at(order: jax.Array, count: jax.Array, start: jax.Array, chunk: int) 
     return index, start + jnp.arange(chunk) < count
 
 
+def _as_float32(tree):
+    return jax.tree_util.tree_map(lambda x: x.astype(jnp.float32), tree)
+
+
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 4))
 def _packed(fn: Callable, params: Any, rows: jax.Array, keep: jax.Array, chunk: int) -> jax.Array:
     order, count = _plan(keep, chunk)
@@ -53,10 +57,12 @@ def _packed(fn: Callable, params: Any, rows: jax.Array, keep: jax.Array, chunk: 
     def body(carry):
         start, out = carry
         index, valid = _chunk_at(order, count, start, chunk)
-        scores = fn(params, rows[index]).astype(jnp.float32)
-        return start + chunk, out.at[jnp.where(valid, index, rows.shape[0])].set(scores, mode="drop")
+        where = jnp.where(valid, index, rows.shape[0])  # rows not kept: dropped
+        return start + chunk, jax.tree_util.tree_map(lambda o, x: o.at[where].set(x.astype(o.dtype), mode="drop"),
+                                                     out, fn(params, rows[index]))
 
-    out = jnp.zeros(rows.shape[:1], jnp.float32)
+    shapes = jax.eval_shape(fn, params, rows[:chunk])
+    out = jax.tree_util.tree_map(lambda x: jnp.zeros(rows.shape[:1] + x.shape[1:], jnp.float32), shapes)
     return jax.lax.while_loop(lambda carry: carry[0] < count, body, (jnp.zeros((), jnp.int32), out))[1]
 
 
@@ -71,8 +77,9 @@ def _packed_bwd(fn, chunk, residuals, cotangent):
     def body(carry):
         start, total = carry
         index, valid = _chunk_at(order, count, start, chunk)
-        _, pullback = jax.vjp(lambda p: fn(p, rows[index]).astype(jnp.float32), params)
-        (grads,) = pullback(jnp.where(valid, cotangent[index], 0.0))
+        _, pullback = jax.vjp(lambda p: _as_float32(fn(p, rows[index])), params)
+        (grads,) = pullback(jax.tree_util.tree_map(
+            lambda c: jnp.where(valid.reshape(-1, *([1] * (c.ndim - 1))), c[index], 0.0), cotangent))
         return start + chunk, jax.tree_util.tree_map(jnp.add, total, grads)
 
     zero = jax.tree_util.tree_map(jnp.zeros_like, params)
@@ -85,10 +92,11 @@ _packed.defvjp(_packed_fwd, _packed_bwd)
 
 def packed_rows(fn: Callable[[Any, jax.Array], jax.Array], params: Any, rows: jax.Array, keep: jax.Array,
                 *, chunk: int | None = None) -> jax.Array:
-    """float32 `[N]`: `fn(params, rows[i])` where `keep[i]`, else 0, computing only the kept rows.
+    """float32 `[N, ...]`: `fn(params, rows[i])` where `keep[i]`, else 0, computing only the kept rows.
 
-    `fn(params, rows int32 [C, W]) -> [C]` scores a batch of rows (any `jax.grad`-able function
-    of `params`); `rows` int32 `[N, W]`, `keep` bool `[N]`; `chunk` is C (default `chunk_size(N)`).
+    `fn(params, rows int32 [C, W]) -> [C, ...]` (or a pytree of such arrays, returned the same
+    way) maps a batch of rows, any `jax.grad`-able function of `params`; `rows` int32 `[N, W]`,
+    `keep` bool `[N]`; `chunk` is C (default `chunk_size(N)`).
     Differentiable in `params` (the gradient of `fn` on the kept rows); jittable and vmappable.
     """
     chunk = chunk_size(rows.shape[0]) if chunk is None else int(chunk)

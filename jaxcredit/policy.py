@@ -40,6 +40,7 @@ from jaxcredit.afterstate import (
     check_afterstate_lookahead,
     check_policy_input,
 )
+from jaxcredit.packed_rows import packed_rows
 from jaxcredit.policy_fn import AfterstatePolicy, PolicyFn, action_probabilities, masked_logits
 from jaxcredit.validation import require_int
 
@@ -209,10 +210,16 @@ def _afterstate_policy(config: PolicyConfig, sizes: TaskSizes) -> PolicyFunction
     def score_fn(params: Any, afterstates: jax.Array) -> jax.Array:
         return network.apply(params, afterstates)[0][..., 0]
 
+    def both_heads(params: Any, rows: jax.Array) -> tuple[jax.Array, jax.Array]:
+        scores, values = network.apply(params, rows)
+        return scores[..., 0], values
+
     def value_fn(params: Any, observation: jax.Array, legal_action_mask: jax.Array) -> jax.Array:
-        scores, values = network.apply(params, observation.reshape(*legal_action_mask.shape, width))
-        probs = action_probabilities(scores[..., 0], legal_action_mask)
-        return jnp.sum(probs * values, axis=-1)
+        # the legal afterstates only (`jaxcredit.packed_rows`), as the policy scores them
+        rows = observation.reshape(-1, width)
+        scores, values = packed_rows(both_heads, params, rows, legal_action_mask.reshape(-1))
+        probs = action_probabilities(scores.reshape(legal_action_mask.shape), legal_action_mask)
+        return jnp.sum(probs * values.reshape(legal_action_mask.shape), axis=-1)
 
     policy_fn = AfterstatePolicy(score_fn=jax.jit(score_fn), width=width, lookahead=lookahead)
     return PolicyFunctions(init_fn=jax.jit(init_fn), policy_fn=policy_fn, value_fn=jax.jit(value_fn))

@@ -137,7 +137,7 @@ def _experiments(quick: bool) -> tuple:
                    "Routine at D = 2 decisions (cue index, fatal) and a growing horizon H = D / density"),
         Experiment("learn-arithmetic", "learning", ("arithmetic",), {"env": "arithmetic", **learning, **_GATE_NETWORK},
                    (dict(_ARITHMETIC),), seeds,
-                   # fixed-steps 300,000: outcome's ~4,800 attempts there cost ~16 minutes a cell on afterstate input
+                   # fixed-steps 300,000: outcome's ~4,800 attempts there, minutes a cell on afterstate input
                    {"attempts": 500 if quick else 3_000, "fixed-steps": 50_000 if quick else 300_000},
                    "arithmetic, 3 numbers, turns left shown, afterstate input: behind its learnability gate",
                    requires_gate=ARITHMETIC_GATES),

@@ -10,7 +10,9 @@ import pytest
 
 from jaxcredit.envs import make
 from jaxcredit.packed_rows import chunk_size, packed_rows
-from jaxcredit.policy import PolicyConfig, make_policy
+from jaxcredit.afterstate import afterstate_vocab_size, afterstate_width
+from jaxcredit.policy import PolicyConfig, PolicyNetwork, TaskSizes, make_policy
+from jaxcredit.policy_fn import action_probabilities
 from jaxcredit.rollout import rollout
 from tests.afterstate_support import perturbed
 
@@ -76,11 +78,11 @@ def test_chunk_size_and_bad_chunk():
 
 
 def test_packed_afterstate_policy_equals_the_dense_one():
-    """Arithmetic with 3 numbers (most of the 28 actions illegal): logits and the gradient of a
-    policy-gradient loss agree with the dense policy on a rollout's steps."""
+    """Arithmetic with 3 numbers (most of the 28 actions illegal): logits, the gradient of a
+    policy-gradient loss and the critic's value agree with the dense network on a rollout's steps."""
     env = make("arithmetic", count=3, max_turns=4, include_turns_left=True)
-    network = make_policy(PolicyConfig(d_model=16, num_layers=1, num_heads=2, mlp_dim=32,
-                                       policy_input="afterstate"), env)
+    config = PolicyConfig(d_model=16, num_layers=1, num_heads=2, mlp_dim=32, policy_input="afterstate")
+    network = make_policy(config, env)
     params = perturbed(network)
     params = jax.tree_util.tree_map(  # every block's gradient nonzero, not only the action head's
         lambda x: x + 0.05 * jax.random.normal(jax.random.key(x.size), x.shape), params)
@@ -102,3 +104,12 @@ def test_packed_afterstate_policy_equals_the_dense_one():
         # float summation order only (the action head's bias, 0 in exact arithmetic, is all noise)
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5 * scale)
     assert float(jnp.abs(grads[1]["params"]["block_0"]["mlp_in"]["kernel"]).sum()) > 1e-3
+    # the critic: sum_a pi(a|s) v(s_a) over the legal afterstates, against the network on every row
+    width = afterstate_width(env.observation_length)
+    dense_network = PolicyNetwork(config, TaskSizes(afterstate_vocab_size(env.vocab_size), width, 1))
+    scores, values = dense_network.apply(params, trajectory.observation.reshape(*mask.shape, width))
+    expected = jnp.sum(action_probabilities(scores[..., 0], mask) * values, axis=-1)
+    value = network.value_fn(params, trajectory.observation, mask)
+    np.testing.assert_allclose(np.asarray(value)[np.asarray(live)], np.asarray(expected)[np.asarray(live)],
+                               rtol=1e-5, atol=1e-5)
+    assert np.ptp(np.asarray(expected)[np.asarray(live)]) > 1e-3  # values differ between states
