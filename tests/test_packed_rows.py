@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxcredit.afterstate import afterstate_vocab_size, afterstate_width
 from jaxcredit.envs import make
 from jaxcredit.packed_rows import chunk_size, packed_rows
-from jaxcredit.afterstate import afterstate_vocab_size, afterstate_width
 from jaxcredit.policy import PolicyConfig, PolicyNetwork, TaskSizes, make_policy
 from jaxcredit.policy_fn import action_probabilities
 from jaxcredit.rollout import rollout
