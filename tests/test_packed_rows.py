@@ -1,5 +1,5 @@
 """`packed_rows` computes only the kept rows with the dense values and gradient, and an afterstate
-policy that packs its legal afterstates gives the dense policy's logits and gradients."""
+policy that packs its legal afterstates gives the dense network's logits, gradients and critic values."""
 
 import dataclasses
 
