@@ -32,15 +32,15 @@ def chunk_size(rows: int) -> int:
     return min(rows, max(MIN_CHUNK, -(-rows // CHUNKS)))
 
 
-def _plan(keep: jax.Array, chunk: int) -> tuple[jax.Array, jax.Array]:
+def plan_chunks(keep: jax.Array, chunk: int) -> tuple[jax.Array, jax.Array]:
     """`(order int32 [ceil(N / C) * C], count int32 [])`: the kept rows' indices first (in row order),
-    padded to whole chunks, and how many rows are kept."""
+    padded to whole chunks, and how many rows are kept (`keep` bool `[N]`)."""
     n = keep.shape[0]
     order = jnp.argsort(~keep, stable=True).astype(jnp.int32)
     return jnp.pad(order, (0, -(-n // chunk) * chunk - n)), jnp.sum(keep, dtype=jnp.int32)
 
 
-def _chunk_at(order: jax.Array, count: jax.Array, start: jax.Array, chunk: int) -> tuple[jax.Array, jax.Array]:
+def chunk_at(order: jax.Array, count: jax.Array, start: jax.Array, chunk: int) -> tuple[jax.Array, jax.Array]:
     """`(index int32 [C], valid bool [C])`: the rows of the chunk starting at `start`, and which are kept."""
     index = jax.lax.dynamic_slice(order, (start,), (chunk,))
     return index, start + jnp.arange(chunk) < count
@@ -52,11 +52,11 @@ def _as_float32(tree):
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 4))
 def _packed(fn: Callable, params: Any, rows: jax.Array, keep: jax.Array, chunk: int) -> jax.Array:
-    order, count = _plan(keep, chunk)
+    order, count = plan_chunks(keep, chunk)
 
     def body(carry):
         start, out = carry
-        index, valid = _chunk_at(order, count, start, chunk)
+        index, valid = chunk_at(order, count, start, chunk)
         where = jnp.where(valid, index, rows.shape[0])  # rows not kept: dropped
         return start + chunk, jax.tree_util.tree_map(lambda o, x: o.at[where].set(x.astype(o.dtype), mode="drop"),
                                                      out, fn(params, rows[index]))
@@ -72,11 +72,11 @@ def _packed_fwd(fn, params, rows, keep, chunk):
 
 def _packed_bwd(fn, chunk, residuals, cotangent):
     params, rows, keep = residuals
-    order, count = _plan(keep, chunk)
+    order, count = plan_chunks(keep, chunk)
 
     def body(carry):
         start, total = carry
-        index, valid = _chunk_at(order, count, start, chunk)
+        index, valid = chunk_at(order, count, start, chunk)
         _, pullback = jax.vjp(lambda p: _as_float32(fn(p, rows[index])), params)
         (grads,) = pullback(jax.tree_util.tree_map(
             lambda c: jnp.where(valid.reshape(-1, *([1] * (c.ndim - 1))), c[index], 0.0), cotangent))

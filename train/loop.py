@@ -35,6 +35,7 @@ from jaxcredit.env import Environment
 from jaxcredit.holdout import TRAIN, sample_in_split
 from jaxcredit.ledger import MAX_COUNT, Ledger, init_ledger, record
 from jaxcredit.objectives import objective_loss
+from jaxcredit.packed_rows import chunk_at, plan_chunks
 from jaxcredit.policy import PolicyConfig, PolicyFunctions, make_policy
 from jaxcredit.policy_fn import log_probabilities
 from jaxcredit.rollout import Trajectory, rollout
@@ -356,9 +357,7 @@ class Trainer:
         weights = self.step_weights(trajectory, action_values).reshape(-1)
         chunk = self.gradient_chunk
         total_steps = weights.shape[0]
-        padded = -(-total_steps // chunk) * chunk
-        count = jnp.sum(weights > 0, dtype=jnp.int32)
-        order = jnp.pad(jnp.argsort(weights <= 0, stable=True).astype(jnp.int32), (0, padded - total_steps))
+        order, count = plan_chunks(weights > 0, chunk)
         steps = dict(observation=trajectory.observation, legal_action_mask=trajectory.legal_action_mask,
                      action=trajectory.action, old_log_prob=trajectory.log_prob, advantage=advantage,
                      action_values=action_values)
@@ -371,8 +370,8 @@ class Trainer:
 
         def body(carry):
             start, total = carry
-            index = jax.lax.dynamic_slice(order, (start,), (chunk,))
-            weight = jnp.where(start + jnp.arange(chunk) < count, weights[index], 0.0)
+            index, valid = chunk_at(order, count, start, chunk)
+            weight = jnp.where(valid, weights[index], 0.0)
             grads = jax.grad(chunk_loss)(params, index, weight)
             return start + chunk, jax.tree_util.tree_map(jnp.add, total, grads)
 
