@@ -135,8 +135,14 @@ def _segment_seconds(run: str) -> float:
 
 
 def sweep_timing(path: str, regimes: list) -> dict:
-    """Wall time per cell and regime, dates, machines and load, from the cells' `timing.json`."""
+    """Wall time per cell and regime, dates, machines, programs and load, from the cells' `timing.json`.
+
+    `programs` (`[{"version", "source"}]`, the jaxcredit that ran the cells: `jaxcredit.program`) and
+    `unrecorded_program_cells` are present only when some session records its program (since
+    2026-12-04), so older sweeps' records are unchanged; each cell names its programs' indices
+    (`programs`) when the cells ran under more than one."""
     cells, machines, loads, starts, ends, ran_on = {}, [], [], [], [], {}
+    programs, ran_under = [], {}
     for name, run in _cell_runs(path, regimes).items():
         entries = read_timing(run)  # one entry per start of the cell's run: the first, then each resume
         cell = {"starts": len(entries), "segment_seconds": round(_segment_seconds(run), 3),
@@ -151,11 +157,19 @@ def sweep_timing(path: str, regimes: list) -> dict:
                 if s.get("machine") and s["machine"] not in machines:
                     machines.append(s["machine"])
             ran_on[name] = sorted({machines.index(s["machine"]) for s in entries if s.get("machine")})
+            mine = [{"version": s["program"]["version"], "source": s["program"]["source"]}
+                    for s in entries if s.get("program")]
+            programs += [p for p in mine if p not in programs]
+            ran_under[name] = (sorted({programs.index(p) for p in mine}), len(mine) < len(entries))
         cells[name] = cell
     if len(machines) > 1:  # which machine ran each cell: recorded only when the cells ran on several
         for name, indices in ran_on.items():
             if indices:
                 cells[name]["machines"] = indices
+    if len(programs) > 1:
+        for name, (indices, _) in ran_under.items():
+            if indices:
+                cells[name]["programs"] = indices
     regime_totals = {}
     for regime in regimes:
         mine = [c for name, c in cells.items() if name.split("/")[0] == regime]
@@ -170,7 +184,9 @@ def sweep_timing(path: str, regimes: list) -> dict:
             "wall_seconds": round(sum(c.get("wall_seconds", 0.0) for c in cells.values()), 3),
             "first_started": min(starts).strftime(_TIME) if starts else None,
             "last_ended": max(ends).strftime(_TIME) if ends else None,
-            "load_average_1min": [min(loads), max(loads)] if loads else None}
+            "load_average_1min": [min(loads), max(loads)] if loads else None,
+            **({"programs": programs, "unrecorded_program_cells": sorted(n for n, (_, gap) in ran_under.items() if gap)}
+               if programs else {})}
 
 
 def first_reach(rows: list, threshold: float) -> dict:
@@ -356,6 +372,24 @@ def _cells_by_machine(timing: dict) -> str:
                                           "comparisons across machines rest on the intervals")
 
 
+def _program_text(timing: dict) -> str:
+    """The jaxcredit that ran the cells ("" where no session records it): one program, or each
+    program with its cells, and the cells timed before programs were recorded."""
+    programs = timing.get("programs")
+    if not programs:
+        return ""
+    names = [f"jaxcredit {p['version']}, source `{p['source']}`" for p in programs]
+    unrecorded = timing.get("unrecorded_program_cells", [])
+    gap = (f"; not recorded for {len(unrecorded)} cell{'s' if len(unrecorded) != 1 else ''} timed before "
+           f"programs were recorded ({', '.join(unrecorded)})") if unrecorded else ""
+    if len(programs) == 1:
+        return f"{names[0]} (`jaxcredit.program`: a fingerprint of the package's source){gap}"
+    per = [f"{names[i]}: " + ", ".join(n for n, c in timing["cells"].items() if i in c.get("programs", []))
+           for i in range(len(programs))]
+    return (f"{len(programs)} programs ran these cells, so their numbers come from different code: "
+            + " / ".join(per) + gap)
+
+
 def _header_rows(spec: dict, timing: dict, cells_done: int, expected: list, missing: list) -> list:
     regimes = sweep_regimes(spec)
     base = spec.get("base", {})
@@ -384,7 +418,7 @@ def _header_rows(spec: dict, timing: dict, cells_done: int, expected: list, miss
         if timing["load_average_1min"]:
             low, high = timing["load_average_1min"]
             machine += f"; 1-minute load average at the cells' starts and ends: {low:g} to {high:g}"
-    by_machine = _cells_by_machine(timing)
+    by_machine, program = _cells_by_machine(timing), _program_text(timing)
     budgets = "; ".join(f"{r}: {spec['budgets'][r]:,} {'main attempts' if r == 'attempts' else 'total env steps'} "
                         "per run" if r in spec.get("budgets", {}) else f"{r}: {regime_meaning(r)}" for r in regimes)
     arms = spec.get("arms", {})
@@ -394,7 +428,8 @@ def _header_rows(spec: dict, timing: dict, cells_done: int, expected: list, miss
         cells += " (not in the tables: " + ", ".join(missing) + ")"
     return ["| | |", "| --- | --- |", f"| sweep | `{spec.get('name', '?')}`: {spec.get('description', '')} |",
             f"| measured run time | {run_time} |", f"| machine | {machine} |",
-            *([f"| machine by cell | {by_machine} |"] if by_machine else []), f"| date | {dates} |",
+            *([f"| machine by cell | {by_machine} |"] if by_machine else []),
+            *([f"| program | {program} |"] if program else []), f"| date | {dates} |",
             f"| study size | {size} |", f"| cells | {cells} |", "",
             "Arms: " + "; ".join(f"`{arm}` ({_fields_text(arms[arm])})" for arm in sweep_credits(spec)) + ".", ""]
 

@@ -7,9 +7,11 @@ session adds nothing):
     {"sessions": [{"started": "2026-12-01T05:50:12Z", "wall_seconds": 812.4, "resumed": false,
                    "finished": true, "load_average": {"start": [...], "end": [...]},
                    "machine": {"host", "platform", "machine", "cpus", "cpu": {"model", "vector"},
-                               "python", "jax_version", "jax_backend", "devices", "libraries"}}]}
+                               "python", "jax_version", "jax_backend", "devices", "libraries"},
+                   "program": {"version", "source", "location"}}]}
 
-(`cpu` and `libraries` since 2026-12-02; older records lack them.)
+(`cpu` and `libraries` since 2026-12-02, `program` (`jaxcredit.program.program_record`: the
+jaxcredit version and a fingerprint of its source) since 2026-12-04; older records lack them.)
 
 A session stopped by an error or an interrupt is recorded too (`finished: false`), so the time a
 cell took is the sum of its sessions. A session killed outright (`kill -9`, a machine going away)
@@ -29,6 +31,7 @@ import socket
 import threading
 import time
 
+from jaxcredit.program import program_record
 from jaxcredit.rundir_io import LOCK_NAME, RunLocked, read_json, write_json_atomic
 
 TIMING_NAME = "timing.json"
@@ -124,13 +127,13 @@ def timed_cell(run_dir: str, *, resumed: bool, heartbeat_seconds: float = HEARTB
     started = datetime.datetime.now(datetime.timezone.utc)
     began, load = time.perf_counter(), _load_average()
     earlier = read_timing(run_dir)
-    machine = machine_record()
+    machine, program = machine_record(), program_record()
 
     def write(finished: bool) -> None:
         session = {"started": started.strftime("%Y-%m-%dT%H:%M:%SZ"),
                    "wall_seconds": round(time.perf_counter() - began, 3), "resumed": bool(resumed),
                    "finished": finished, "load_average": {"start": load, "end": _load_average()},
-                   "machine": machine}
+                   "machine": machine, "program": program}
         write_json_atomic(os.path.join(run_dir, TIMING_NAME), {"sessions": earlier + [session]})
 
     stop = threading.Event()

@@ -82,3 +82,27 @@ def test_progress_line_reads_each_running_cell(tmp_path):
     line = progress_line(cells, {}, {}, ["fixed-steps/outcome"])
     assert line == ("ray sweep: 0/2 cells done, 1 running, 1 waiting, 0 failed"
                     " | fixed-steps/outcome 50% (eval 1/2, success 0.38)")
+
+
+def test_ray_workers_import_the_drivers_jaxcredit(tmp_path, monkeypatch):
+    """Ray puts the driver's working directory first on its workers' path: started from a directory
+    holding another `jaxcredit`, the backend still gives its workers the driver's package."""
+    from jaxcredit.program import program_record
+    from jaxcredit.train.backends import backend_session
+
+    decoy = tmp_path / "checkout"
+    (decoy / "jaxcredit").mkdir(parents=True)
+    (decoy / "jaxcredit" / "__init__.py").write_text("raise ImportError('the decoy jaxcredit was imported')\n")
+    monkeypatch.chdir(decoy)
+
+    def imported():
+        import jaxcredit
+        from jaxcredit.program import program_record
+        return jaxcredit.__file__, program_record()
+
+    assert not ray.is_initialized()
+    with backend_session("ray"):
+        assert os.getcwd() == str(decoy)  # the driver's own working directory is left as it was
+        path, program = ray.get(ray.remote(num_cpus=1)(imported).remote())
+    import jaxcredit
+    assert path == jaxcredit.__file__ and program == program_record()

@@ -304,6 +304,9 @@ def test_timed_cell_records_each_session_that_ran(tmp_path):
     machine = sessions[0]["machine"]
     assert machine["cpu"]["model"] and set(machine["cpu"]["vector"]) <= {"avx2", "avx512f", "amx_tile", "neon", "sve"}
     assert machine["libraries"]["jaxlib"] == jax.__version__ and machine["libraries"]["flax"] == flax.__version__
+    # and which jaxcredit computed it
+    from jaxcredit.program import program_record
+    assert all(s["program"] == program_record() for s in sessions)
 
 
 def test_header_names_the_processor_and_libraries_when_recorded(tmp_path):
@@ -366,6 +369,39 @@ def test_cells_from_two_machines_are_named_per_machine(tmp_path):
     # one machine: nothing recorded per cell, no row
     one = sweep_timing(str(DATA / "tiny-sweep"), ["attempts", "matched", "fixed-steps"])
     assert _cells_by_machine(one) == "" and all("machines" not in c for c in one["cells"].values())
+
+
+def test_header_names_the_program_and_flags_cells_from_another(tmp_path):
+    """Sweeps recorded before programs were: no program row and no new keys (their pages and
+    records regenerate unchanged). One program: named once. Two: named with their cells."""
+    from jaxcredit.analysis.page import _program_text, sweep_timing
+    regimes = ["attempts", "matched", "fixed-steps"]
+    old = sweep_timing(str(DATA / "tiny-sweep"), regimes)
+    assert "programs" not in old and _program_text(old) == ""
+    sweep = tmp_path / "tiny-sweep"
+    shutil.copytree(DATA / "tiny-sweep", sweep)
+
+    def set_program(path, program):
+        record = json.loads(path.read_text())
+        record["sessions"] = [{**s, "program": program} for s in record["sessions"]]
+        path.write_text(json.dumps(record))
+
+    program = {"version": "0.1.0", "source": "aaaaaaaaaaaa", "location": "/a"}
+    for path in sweep.rglob(TIMING_NAME):
+        if "fixed-steps" not in str(path):
+            set_program(path, program)
+    one = sweep_timing(str(sweep), regimes)
+    assert one["programs"] == [{"version": "0.1.0", "source": "aaaaaaaaaaaa"}]
+    text = _program_text(one)
+    assert text.startswith("jaxcredit 0.1.0, source `aaaaaaaaaaaa`")
+    assert text.endswith("not recorded for 2 cells timed before programs were recorded "
+                         "(fixed-steps/mc, fixed-steps/outcome)")
+    set_program(sweep / "fixed-steps" / "mc" / TIMING_NAME, {**program, "source": "bbbbbbbbbbbb"})
+    two = sweep_timing(str(sweep), regimes)
+    assert two["cells"]["fixed-steps/mc"]["programs"] == [1] and two["cells"]["attempts/mc"]["programs"] == [0]
+    text = _program_text(two)
+    assert text.startswith("2 programs ran these cells, so their numbers come from different code: ")
+    assert "source `bbbbbbbbbbbb`: fixed-steps/mc; not recorded for 1 cell" in text
 
 
 def test_findings_name_resolved_times_to_the_threshold():

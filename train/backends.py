@@ -9,16 +9,26 @@ node needs jaxcredit installed and the sweep directory on a filesystem all nodes
 machine: any directory). A Ray task receives its cell's config as JSON and the sweep's plugins
 (`jaxcredit.plugins`), which it imports before rebuilding the config, so an arm a plugin
 registers trains in a worker process as it does here.
+
+Every worker must compute with the driver's program. Ray puts the driver's working directory first
+on its workers' `sys.path`, so a sweep started from a directory holding another jaxcredit (a
+checkout, while an older install runs the study) would train its cells with that one. The backend
+therefore starts Ray from the directory holding the driver's package (its tasks get absolute run
+directories, and the driver's import path after their own, where plugin modules are found), and
+each task compares its program (`jaxcredit.program.program_record`: version and source
+fingerprint) with the driver's and refuses to run a cell under another one.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from typing import NamedTuple
 
 from jaxcredit.plugins import load_plugins
+from jaxcredit.program import program_record
 from jaxcredit.timing import timed_cell
 from jaxcredit.train.config import TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training
@@ -93,7 +103,8 @@ def _import_ray():
 @contextlib.contextmanager
 def backend_session(backend: str, *, ray_address: str | None = None):
     """Keep one Ray session open across several `run_cells` calls (a sweep's phases): Ray is
-    started here when not already initialised (and shut down on exit). A no-op for `local`."""
+    started here when not already initialised (and shut down on exit), from the directory holding
+    the driver's jaxcredit, so that its workers import the same package. A no-op for `local`."""
     check_backend(backend)
     if backend != "ray":
         yield
@@ -101,7 +112,12 @@ def backend_session(backend: str, *, ray_address: str | None = None):
     ray = _import_ray()
     started = not ray.is_initialized()
     if started:
-        ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
+        here = os.getcwd()
+        os.chdir(program_record()["location"])  # Ray adds the driver's working directory to its workers' path
+        try:
+            ray.init(address=ray_address, include_dashboard=False, log_to_driver=False)
+        finally:
+            os.chdir(here)
     try:
         yield
     finally:
@@ -128,7 +144,8 @@ def _run_cells_ray(cells: list[Cell], *, address: str | None, progress: bool = T
         board = ray.remote(num_cpus=0)(_Board).remote()
         remote_run = ray.remote(num_cpus=1)(_run_cell)
         # the config travels as JSON: a plugin's options class unpickles only once the plugin is imported
-        cell_of = {remote_run.remote(cell._replace(config=cell.config.to_dict()), plugins, board): cell
+        cell_of = {remote_run.remote(cell._replace(config=cell.config.to_dict(), out=os.path.abspath(cell.out)),
+                                     plugins, board, program_record(), _driver_path()): cell
                    for cell in cells}
         summaries, failures, pending, shown = {}, {}, list(cell_of), None
         began = shown_at = time.monotonic()
@@ -167,7 +184,25 @@ class _Board:
         return list(self._started)
 
 
-def _run_cell(cell: Cell, plugins: tuple, board):
+def check_program(driver: dict, worker: dict) -> None:
+    """Raise `RuntimeError` when a worker's program (`program_record()`) is not the driver's: a
+    different jaxcredit version or source would compute the cell with other code."""
+    if (driver["version"], driver["source"]) != (worker["version"], worker["source"]):
+        raise RuntimeError(
+            f"a Ray worker imports jaxcredit {worker['version']} (source {worker['source']}) from "
+            f"{worker['location']}, the sweep's driver jaxcredit {driver['version']} (source {driver['source']}) "
+            f"from {driver['location']}: install the driver's jaxcredit on every node, and start Ray (or the "
+            f"sweep) from a directory without another jaxcredit package in it")
+
+
+def _driver_path() -> list[str]:
+    """The driver's import path, absolute (where a plugin given as a module name is found)."""
+    return [os.path.abspath(entry or os.curdir) for entry in sys.path]
+
+
+def _run_cell(cell: Cell, plugins: tuple, board, driver_program: dict, driver_path: list):
+    check_program(driver_program, program_record())
+    sys.path.extend(entry for entry in driver_path if entry not in sys.path)  # after the package's own
     load_plugins(plugins)
     board.start.remote(cell.label)
     # workers run quiet: the driver prints one progress line
