@@ -896,9 +896,9 @@ def build_parser() -> argparse.ArgumentParser:
     greedy.add_argument("--json", action="store_true", help="print the record as one JSON object")
     greedy.set_defaults(handler=_cmd_greedy)
 
-    pack = commands.add_parser("pack", help="copy a sweep's resumable state, small enough to commit: finished "
-                                            "cells without checkpoints, unfinished ones with theirs")
-    pack.add_argument("sweep", help="sweep directory (it may be running)")
+    pack = commands.add_parser("pack", help="copy a sweep's or suite's resumable state, small enough to commit: "
+                                            "finished cells without checkpoints, unfinished ones with theirs")
+    pack.add_argument("sweep", help="sweep or suite directory (it may be running)")
     pack.add_argument("--out", required=True, help="a new directory")
     pack.add_argument("--json", action="store_true", help="print the result as one JSON object")
     pack.set_defaults(handler=_cmd_pack)

@@ -30,6 +30,7 @@ import platform
 import socket
 import threading
 import time
+from collections.abc import Callable
 
 from jaxcredit.program import program_record
 from jaxcredit.rundir_io import LOCK_NAME, RunLocked, read_json, write_json_atomic
@@ -112,16 +113,21 @@ def _holds_lock(run_dir: str) -> bool:
 
 
 @contextlib.contextmanager
-def timed_cell(run_dir: str, *, resumed: bool, heartbeat_seconds: float = HEARTBEAT_SECONDS):
+def timed_cell(run_dir: str, *, resumed: bool, heartbeat_seconds: float = HEARTBEAT_SECONDS,
+               done: Callable[[], bool] | None = None):
     """Time the body (one session running the cell `run_dir`) and append it to `run_dir/timing.json`.
 
-    Nothing is recorded when the cell had finished before (`summary.json` present), when the body
+    `done()` says whether the work is finished (default: `run_dir/summary.json` exists; a suite
+    passes its own test). Nothing is recorded when it had finished before, when the body
     was refused because another process holds the cell (`RunLocked`), or when the body never
     created the directory. While the body runs, the session's record is rewritten every
     `heartbeat_seconds` (`finished: false`) when this process holds the cell's lock, so a session
     killed without a chance to clean up still counts up to its last heartbeat.
     """
-    if os.path.exists(os.path.join(run_dir, "summary.json")):
+    if done is None:
+        def done() -> bool:
+            return os.path.exists(os.path.join(run_dir, "summary.json"))
+    if done():
         yield
         return
     started = datetime.datetime.now(datetime.timezone.utc)
@@ -155,4 +161,4 @@ def timed_cell(run_dir: str, *, resumed: bool, heartbeat_seconds: float = HEARTB
         stop.set()
         beating.join()
         if not refused and os.path.isdir(run_dir):
-            write(finished=os.path.exists(os.path.join(run_dir, "summary.json")))
+            write(finished=done())

@@ -7,6 +7,7 @@ suite.json                      what was asked: suite, arms (name -> config fiel
 <experiment>/<setting>/         learning: a sweep directory; labels: seed-<i>.json per seed
 <experiment>/result.json        the experiment's scores, once every setting and seed is done
 scorecard.json, report.md, scorecard.png
+timing.json                     every run of the suite (the first and each resume): when, how long, where
 ```
 
 Every experiment's finished parts are kept: `--resume` skips them and continues the rest (the
@@ -31,7 +32,7 @@ from jaxcredit.suite.experiments import BUILTIN_ARMS, gate_reason, get_suite
 from jaxcredit.suite.labels import FIT_STEPS, LABEL_CLASSES, LabelSetting, make_labeller
 from jaxcredit.suite.learning import REGIME_TAGS, run_setting
 from jaxcredit.suite.scorecard import NOT_RUN, SCHEMA, aggregate, plot_label_cost, plot_scorecard, report_markdown
-from jaxcredit.timing import machine_record
+from jaxcredit.timing import machine_record, read_timing, timed_cell
 
 
 def check_arms(arms: dict) -> dict:
@@ -146,39 +147,67 @@ def run_suite(out: str, *, suite: str = "quick", arms: dict | None = None, exper
                 raise ValueError(f"cannot resume {out}: it holds a different suite (suite, arms or experiments differ)")
         write_kind(out, "suite")
         write_json_atomic(spec_path, spec)
-        start = time.monotonic()
-        records = {}
-        for experiment in chosen:
-            folder = os.path.join(out, experiment.name)
-            result_path = os.path.join(folder, "result.json")
-            make_dirs(folder)
-            record = {"kind": experiment.kind, "description": experiment.description, "tags": list(experiment.tags),
-                      "seeds": experiment.seeds, "budgets": dict(experiment.budgets),
-                      "settings": [experiment.setting_label(i) for i in range(len(experiment.settings))]}
-            if os.path.exists(result_path):
-                records[experiment.name] = read_json(result_path, expect=dict)
-                continue
-            reason = gate_reason(experiment)
-            if reason is not None:  # waits for its learnability gate; checked again on --resume
-                _say(progress, f"{experiment.name} not run: {reason}")
-                records[experiment.name] = {**record, "status": NOT_RUN, "reason": reason}
-                continue
-            try:
-                if experiment.kind == "labels":
-                    found = _label_experiment(experiment, arms, folder, progress=progress)
-                else:
-                    found = _learning_experiment(experiment, arms, folder, resume=resume, progress=progress,
-                                                 backend=backend, ray_address=ray_address, plugins=plugins)
-            except KeyboardInterrupt:
-                records[experiment.name] = {**record, "status": "unfinished"}
-                _write_card(out, suite, arms, records, chosen, start, command)
-                raise
-            records[experiment.name] = {**record, "status": "finished", **found}
-            write_json_atomic(result_path, records[experiment.name])
-        return _write_card(out, suite, arms, records, chosen, start, command)
+        earlier = read_timing(out)  # the suite's earlier runs: its run time is theirs and this one's
+
+        def done() -> bool:
+            return all(os.path.exists(os.path.join(out, e.name, "result.json")) for e in chosen)
+
+        if done():  # finished before: the scorecard is rewritten, this run adds no time
+            return _run_experiments(out, suite, arms, chosen, earlier, command, resume=resume, progress=progress,
+                                    backend=backend, ray_address=ray_address, plugins=plugins, counted=False)
+        with timed_cell(out, resumed=bool(earlier), done=done):
+            return _run_experiments(out, suite, arms, chosen, earlier, command, resume=resume, progress=progress,
+                                    backend=backend, ray_address=ray_address, plugins=plugins, counted=True)
 
 
-def _write_card(out: str, suite: str, arms: dict, records: dict, chosen: tuple, start: float, command: str) -> dict:
+def _run_experiments(out: str, suite: str, arms: dict, chosen: tuple, earlier: list, command: str, *, resume: bool,
+                     progress: bool, backend: str, ray_address: str | None, plugins: tuple, counted: bool) -> dict:
+    start = time.monotonic() if counted else None
+    records = {}
+    for experiment in chosen:
+        folder = os.path.join(out, experiment.name)
+        result_path = os.path.join(folder, "result.json")
+        make_dirs(folder)
+        record = {"kind": experiment.kind, "description": experiment.description, "tags": list(experiment.tags),
+                  "seeds": experiment.seeds, "budgets": dict(experiment.budgets),
+                  "settings": [experiment.setting_label(i) for i in range(len(experiment.settings))]}
+        if os.path.exists(result_path):
+            records[experiment.name] = read_json(result_path, expect=dict)
+            continue
+        reason = gate_reason(experiment)
+        if reason is not None:  # waits for its learnability gate; checked again on --resume
+            _say(progress, f"{experiment.name} not run: {reason}")
+            records[experiment.name] = {**record, "status": NOT_RUN, "reason": reason}
+            continue
+        try:
+            if experiment.kind == "labels":
+                found = _label_experiment(experiment, arms, folder, progress=progress)
+            else:
+                found = _learning_experiment(experiment, arms, folder, resume=resume, progress=progress,
+                                             backend=backend, ray_address=ray_address, plugins=plugins)
+        except KeyboardInterrupt:
+            records[experiment.name] = {**record, "status": "unfinished"}
+            _write_card(out, suite, arms, records, chosen, start, earlier, command)
+            raise
+        records[experiment.name] = {**record, "status": "finished", **found}
+        write_json_atomic(result_path, records[experiment.name])
+    return _write_card(out, suite, arms, records, chosen, start, earlier, command)
+
+
+def _run_time(earlier: list, start: float | None) -> dict:
+    """The suite's measured run time over its runs (`timing.json`'s earlier ones, and this one unless
+    `start` is None: a run that found it finished adds nothing): seconds, how many runs, and the
+    processor of each (each once)."""
+    seconds = sum(float(r["wall_seconds"]) for r in earlier) + (time.monotonic() - start if start is not None else 0.0)
+    models = [r.get("machine", {}).get("cpu", {}).get("model", "unknown") for r in earlier]
+    if start is not None:
+        models.append(machine_record()["cpu"]["model"])
+    return {"run_time_s": round(seconds, 1), "runs": len(earlier) + (start is not None),
+            "machines": list(dict.fromkeys(models))}
+
+
+def _write_card(out: str, suite: str, arms: dict, records: dict, chosen: tuple, start: float | None, earlier: list,
+                command: str) -> dict:
     for experiment in chosen:  # an experiment not reached is unfinished
         records.setdefault(experiment.name, {"kind": experiment.kind, "description": experiment.description,
                                              "tags": list(experiment.tags), "seeds": experiment.seeds,
@@ -186,7 +215,7 @@ def _write_card(out: str, suite: str, arms: dict, records: dict, chosen: tuple, 
                                              "status": "unfinished"})
     card = {"schema": SCHEMA, "suite": suite, "arms": list(arms), "experiments": records,
             "tags": aggregate(records, list(arms)), "machine": machine_record()["cpu"]["model"],
-            "run_time_s": round(time.monotonic() - start, 1), "command": command}
+            **_run_time(earlier, start), "command": command}
     if plot_label_cost(card, os.path.join(out, "labels-cost.png")):
         card["label_cost_plot"] = "labels-cost.png"
     write_json_atomic(os.path.join(out, "scorecard.json"), card)

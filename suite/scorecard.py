@@ -10,8 +10,12 @@
                         "scores": {score_tag: {arm: [score per seed]}},   # mean over settings
                         "details": {...}}},                                # per kind, see docs/suite.md
  "tags": {tag: {arm: {"iqm", "low", "high", "runs", "tasks"}}},
- "machine": str, "run_time_s": float}
+ "machine": str, "run_time_s": float, "runs": int, "machines": [str, ...]}
 ```
+
+`run_time_s` sums the wall time of every run of the suite that did work (`OUT/timing.json`: the
+first run and each resume), `runs` counts them and `machines` names their processors; `machine`
+is the processor of the run that wrote the scorecard.
 
 A tag's aggregate is the interquartile mean (IQM) over every (seed, experiment) score of the
 finished experiments carrying it, with a 95% stratified-bootstrap interval (rliable's
@@ -145,8 +149,14 @@ def report_markdown(card: dict, plot_name: str | None = "scorecard.png") -> str:
         lines.append("")
         if record["kind"] == "labels":
             lines += _label_table(record, arms)
-    lines += ["## How this was made", "", f"Machine: {card.get('machine', 'unknown')}; run time "
-              f"{card.get('run_time_s', 0.0):.0f} s. Command: `{card.get('command', 'jaxcredit suite')}`.", ""]
+    from jaxcredit.analysis.page import duration_text as duration
+
+    runs = card.get("runs", 1)
+    machines = "; ".join(card.get("machines") or [card.get("machine", "unknown")])
+    lines += ["## How this was made", "", f"Machine{'s' if machines.count(';') else ''}: {machines}; run time "
+              f"{duration(card.get('run_time_s', 0.0))} ({card.get('run_time_s', 0.0):.0f} s"
+              f"{f' over {runs} runs, resumes included' if runs > 1 else ''}). "
+              f"Command: `{card.get('command', 'jaxcredit suite')}`.", ""]
     return "\n".join(lines)
 
 

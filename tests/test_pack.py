@@ -68,8 +68,31 @@ def test_pack_refuses_what_it_cannot_write(sweep, tmp_path, capsys):
     assert main(["pack", str(sweep), "--out", str(tmp_path / "full")]) == 2
     assert "exists and is not empty" in capsys.readouterr().err
     assert main(["pack", str(tmp_path / "full"), "--out", str(tmp_path / "new")]) == 2
-    assert "is not a sweep directory" in capsys.readouterr().err and not (tmp_path / "new").exists()
+    assert "is not a sweep or suite directory" in capsys.readouterr().err and not (tmp_path / "new").exists()
     assert main(["pack", str(sweep), "--out", str(sweep / "inside")]) == 2
     assert "inside the sweep" in capsys.readouterr().err
     assert main(["pack", str(sweep), "--out", str(tmp_path / "ok"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["unfinished"] == ["attempts/exact"]
+
+
+def test_pack_takes_a_suite_and_treats_each_of_its_sweeps_alike(tmp_path):
+    suite = tmp_path / "suite"
+    write_kind(str(suite), "suite")
+    (suite / "suite.json").write_text('{"suite": "full"}\n')
+    (suite / "labels-mad/seed-0.json").parent.mkdir(parents=True)
+    (suite / "labels-mad/seed-0.json").write_text('{"scores": {}}\n')
+    write_kind(str(suite / "learn-mad/s0"), "sweep")
+    _cell(suite, "learn-mad/s0/tune/outcome/p00", finished=True)
+    _cell(suite, "learn-mad/s0/attempts/outcome", finished=True)
+    _cell(suite, "learn-mad/s0/attempts/exact", finished=False)
+    _cell(suite, "tune/odd/run", finished=True)  # a `tune` folder that is not a sweep's: an ordinary run
+    out = tmp_path / "packed"
+    packed = pack_sweep(str(suite), str(out))
+    assert packed["unfinished"] == ["learn-mad/s0/attempts/exact"]
+    files = _files(out)
+    assert {"suite.json", "labels-mad/seed-0.json", "learn-mad/s0/.jaxcredit-kind",
+            "learn-mad/s0/attempts/exact/checkpoints/latest-3/d",
+            "learn-mad/s0/attempts/outcome/policies/seed-0/params",
+            "learn-mad/s0/tune/outcome/p00/summary.json", "tune/odd/run/policies/seed-0/params"} <= set(files)
+    assert not any(f.startswith("learn-mad/s0/tune/outcome/p00/policies") or "outcome/checkpoints" in f
+                   for f in files)

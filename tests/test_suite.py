@@ -87,6 +87,7 @@ def _tiny_labels(problems: int = 4) -> Experiment:
 def test_tiny_suite_run_and_resume(tmp_path, monkeypatch, capsys):
     """One labels experiment on an 18-tape MAD through the command line: the exact arm's labels score 1."""
     from jaxcredit.cli import main
+    from jaxcredit.timing import read_timing
 
     gated = Experiment("learn-gated", "learning", ("mad",), {"env": "mad"}, ({},), 1,
                        {"attempts": 8, "fixed-steps": 8}, requires_gate="no-such-gates.json")
@@ -108,6 +109,26 @@ def test_tiny_suite_run_and_resume(tmp_path, monkeypatch, capsys):
     assert main(["suite", "--quick", "--out", out, "--arms", "exact,outcome", "--no-progress"]) == 2
     assert "already holds a suite" in capsys.readouterr().err
     assert main(["suite", "--quick", "--out", out, "--arms", "exact,outcome", "--no-progress", "--resume"]) == 0
+    # the gated experiment keeps the suite unfinished: each resume is a run, and the run time is theirs
+    resumed = json.load(open(os.path.join(out, "scorecard.json")))
+    assert card["runs"] == 1 and resumed["runs"] == 2 and resumed["run_time_s"] >= card["run_time_s"]
+    assert resumed["machines"] == [card["machine"]] and "over 2 runs, resumes included" in open(report).read()
+    # its packed state (`jaxcredit pack`) resumes elsewhere to the same scores, its runs carried along
+    packed = str(tmp_path / "packed")
+    assert main(["pack", out, "--out", packed]) == 0
+    assert main(["suite", "--quick", "--out", packed, "--arms", "exact,outcome", "--no-progress", "--resume"]) == 0
+    again = json.load(open(os.path.join(packed, "scorecard.json")))
+    assert again["experiments"] == resumed["experiments"] and again["tags"] == resumed["tags"] and again["runs"] == 3
+    # a finished suite: resuming rewrites its scorecard and adds no run
+    done = str(tmp_path / "done")
+    assert main(["suite", "--quick", "--out", done, "--arms", "exact", "--experiments", "labels-tiny",
+                 "--no-progress"]) == 0
+    first = json.load(open(os.path.join(done, "scorecard.json")))
+    assert main(["suite", "--quick", "--out", done, "--arms", "exact", "--experiments", "labels-tiny",
+                 "--no-progress", "--resume"]) == 0
+    recorded = round(sum(r["wall_seconds"] for r in read_timing(done)), 1)  # to the end of its one run
+    assert json.load(open(os.path.join(done, "scorecard.json"))) == {**first, "run_time_s": recorded}
+    assert first["runs"] == 1 and len(read_timing(done)) == 1 and recorded >= first["run_time_s"]
 
 
 RANDOM_ARM = """

@@ -1,19 +1,21 @@
-"""Pack a sweep's resumable state small enough to keep in a repository.
+"""Pack a sweep's (or a suite's) resumable state small enough to keep in a repository.
 
 A long study can outlive the machine it runs on. `pack_sweep(SWEEP, OUT)` copies what resuming
-it needs and what its results page and audits read, and leaves out what can be rebuilt:
+it needs and what its results page and audits read, and leaves out what can be rebuilt. `SWEEP`
+may also be a suite directory (`jaxcredit suite --out`), whose learning experiments are sweeps
+(`<experiment>/s<i>/`): the same rules hold for each of them.
 
 - every file of the sweep directory (specs, tuning record, gate and reference records, each
   cell's config, metrics, timing, summary and audits), byte for byte;
 - an **unfinished** cell (no `summary.json`) keeps its `checkpoints/` (the latest and the best:
   it resumes from them exactly);
 - a **finished** cell drops `checkpoints/`; its `policies/` (the final policy of each seed, what
-  `jaxcredit audit --checkpoint` reads) are kept except in the tuning runs (`tune/`), whose
+  `jaxcredit audit --checkpoint` reads) are kept except in the tuning runs (a sweep's `tune/`), whose
   policies nothing reads once their scores are in `tuning.json`;
 - locks, temporary files of interrupted writes and unfinished checkpoint writes are left out.
 
 Resume on any machine by copying `OUT` to a working directory and running the same
-`jaxcredit sweep ... --resume` there. Shape-free: this is file work only.
+`jaxcredit sweep ... --resume` (or `jaxcredit suite ... --resume`) there. Shape-free: this is file work only.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from jaxcredit.output_dirs import KIND_NAME, infer_kind
 from jaxcredit.rundir_io import LOCK_NAME, is_finished, is_leftover
 
 TUNE_DIR = "tune"
+PACKABLE = ("sweep", "suite")
 _SKIPPED_PARTS = ("orbax-checkpoint-tmp",)  # an orbax save still in progress
 
 
@@ -42,11 +45,19 @@ def _cell_dirs(sweep_dir: str) -> list:
     return cells
 
 
+def _is_tuning_run(top: str, cell: str) -> bool:
+    """Whether the run `cell` (relative to `top`) lies in a sweep's `tune/` folder."""
+    parts = cell.split(os.sep)
+    return any(part == TUNE_DIR and infer_kind(os.path.join(top, *parts[:i])) == "sweep"
+               for i, part in enumerate(parts))
+
+
 def pack_sweep(sweep_dir: str, out_dir: str) -> dict:
-    """Copy `sweep_dir`'s resumable state into the new directory `out_dir` (see the module
-    docstring). Returns `{"finished": [cells], "unfinished": [cells], "bytes": int}`."""
-    if infer_kind(sweep_dir) != "sweep":
-        raise ValueError(f"pack: {sweep_dir} is not a sweep directory (no {KIND_NAME} of kind sweep)")
+    """Copy the resumable state of `sweep_dir` (a sweep or suite directory) into the new directory
+    `out_dir` (see the module docstring). Returns `{"finished": [cells], "unfinished": [cells],
+    "bytes": int}`, cells as paths relative to `sweep_dir`."""
+    if infer_kind(sweep_dir) not in PACKABLE:
+        raise ValueError(f"pack: {sweep_dir} is not a sweep or suite directory (no {KIND_NAME} of kind sweep or suite)")
     if os.path.lexists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)):
         raise ValueError(f"pack: {out_dir} exists and is not empty: nothing written")
     out_real, sweep_real = os.path.realpath(out_dir), os.path.realpath(sweep_dir)
@@ -57,7 +68,7 @@ def pack_sweep(sweep_dir: str, out_dir: str) -> dict:
     drop = set()
     for cell in finished:
         drop.add(os.path.join(cell, "checkpoints"))
-        if cell.split(os.sep)[0] == TUNE_DIR:
+        if _is_tuning_run(sweep_dir, cell):
             drop.add(os.path.join(cell, "policies"))
     total = 0
     for root, dirs, files in os.walk(sweep_dir):
