@@ -255,8 +255,18 @@ def _cmd_pack(args) -> None:
 
 
 def _cmd_status(args) -> None:
+    from jaxcredit.output_dirs import infer_kind
     from jaxcredit.train.status import format_status, sweep_status
 
+    if infer_kind(args.sweep) == "suite":
+        from jaxcredit.suite.status import format_suite_status, suite_status
+
+        status = suite_status(args.sweep)
+        if args.json:
+            _print_json(status)
+        else:
+            print(format_suite_status(status))
+        return
     status = sweep_status(args.sweep)
     if args.json:
         _print_json({"name": status["name"], "phases": [
@@ -903,10 +913,10 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--json", action="store_true", help="print the result as one JSON object")
     pack.set_defaults(handler=_cmd_pack)
 
-    status = commands.add_parser("status", help="where a sweep stands, read from its directory (it may be "
-                                                "running): runs finished, running, stopped, not started; progress "
-                                                "and time left of the running ones")
-    status.add_argument("sweep", help="sweep directory")
+    status = commands.add_parser("status", help="where a sweep or suite stands, read from its directory (it may "
+                                                "be running): runs finished, running, stopped, not started; progress "
+                                                "and time left of the running ones; a suite's per experiment")
+    status.add_argument("sweep", help="sweep or suite directory")
     status.add_argument("--json", action="store_true", help="print the status as one JSON object")
     status.set_defaults(handler=_cmd_status)
 

@@ -38,6 +38,7 @@ def test_fingerprint_is_layout_free_and_changes_with_the_source(tmp_path):
 
 
 def test_program_record_names_this_install():
+    program_record.cache_clear()  # read now, as a fresh process would
     record = program_record()
     assert record["source"] == source_fingerprint(package_dirs())
     assert set(package_dirs()) >= {"jaxcredit", "jaxcredit.train", "jaxcredit.envs"}

@@ -113,6 +113,9 @@ def test_tiny_suite_run_and_resume(tmp_path, monkeypatch, capsys):
     resumed = json.load(open(os.path.join(out, "scorecard.json")))
     assert card["runs"] == 1 and resumed["runs"] == 2 and resumed["run_time_s"] >= card["run_time_s"]
     assert resumed["machines"] == [card["machine"]] and "over 2 runs, resumes included" in open(report).read()
+    capsys.readouterr()
+    assert main(["status", out]) == 0  # `jaxcredit status` names the wait and its reason
+    assert "  learn-gated (learning): not run: its learnability gate (tokens input" in capsys.readouterr().out
     # its packed state (`jaxcredit pack`) resumes elsewhere to the same scores, its runs carried along
     packed = str(tmp_path / "packed")
     assert main(["pack", out, "--out", packed]) == 0

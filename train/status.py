@@ -115,7 +115,8 @@ def phase_seconds_left(runs: list[RunStatus]) -> float | None:
     return (own + waiting * mean) / len(running)
 
 
-def _minutes(seconds: float) -> str:
+def minutes_text(seconds: float) -> str:
+    """`"42 min"`, or `"3.2 h"` from 90 minutes on."""
     return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
@@ -130,10 +131,10 @@ def format_status(status: dict) -> str:
             text = "not started (it starts once the attempts cells are finished)"
         took = [r.wall_seconds for r in runs if r.state == "finished" and r.wall_seconds]
         if took:
-            text += f"; finished runs took {_minutes(sum(took) / len(took))} each on average"
+            text += f"; finished runs took {minutes_text(sum(took) / len(took))} each on average"
         left = phase_seconds_left(runs)
         if left is not None:
-            text += f"; about {_minutes(left)} left in this phase at {counts['running']} at a time"
+            text += f"; about {minutes_text(left)} left in this phase at {counts['running']} at a time"
         count = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
         lines.append(f"{phase['phase']}: {count}: {text}" if runs else f"{phase['phase']}: {text}")
         for run in runs:
@@ -145,6 +146,6 @@ def format_status(status: dict) -> str:
                     of = f"/{run.num_evals}" if run.num_evals else ""
                     parts.append(f"eval {run.last_eval}{of}, greedy success {run.success:.2f}")
                 if run.remaining_seconds is not None:
-                    parts.append(f"about {_minutes(run.remaining_seconds)} left")
+                    parts.append(f"about {minutes_text(run.remaining_seconds)} left")
                 lines.append(f"  {run.label}: " + ", ".join(parts))
     return "\n".join(lines)
