@@ -125,11 +125,9 @@ PRESETS: dict[str, SweepSpec] = {
         tune=EQUAL_TUNING,
         # sized from single cells (5 seeds, 1,600 attempts): every arm costs 2.1-2.5 s an update of
         # 16 attempts for the 5 seeds, most of it the network on every action's afterstate
-        cpu_minutes="not yet measured in all; projected 11-13 hours on a 2-core CPU: tuning runs (3 seeds, "
-                    "4,000 attempts) run two at a time, 19-20 minutes of wall time each for outcome on an otherwise "
-                    "idle machine (37-53 with the test suite beside them), and 20 for solver-uniform (33-37 with the "
-                    "test suite beside their first sixth); 36 tuning runs, then 10 study cells of 5 seeds and the "
-                    "matched outcome run",
+        cpu_minutes="20h11m measured on a 2-core AMD EPYC (the sum of the cells' wall times, resumes included; "
+                    "tuning runs two at a time): tuning 16h02m (36 runs), attempts 2h31m, fixed-steps 1h03m, "
+                    "matched 35m; audits 20-39 minutes each (605 states, both modes)",
     ),
     "density-study": SweepSpec(
         name="density-study",
