@@ -27,7 +27,8 @@ makes a study long: its length is the label arms' label work, in outcome iterati
   rate {3e-4, 1e-3, 3e-3} x entropy bonus {0, 0.01}, outcome also on its baseline {grpo, rloo}),
   chosen on the validation set at the attempts budget on 3 tuning seeds of their own
   (`jaxcredit.train.tuning`), and the matched regime in both currencies (env steps and policy
-  evaluations). Tuning is 30 runs of 3 seeds at 40,000 attempts; not yet run, so no time measured.
+  evaluations). Tuning is 36 runs of 3 seeds at 40,000 attempts (5 arms x 6 grid points, outcome x 2
+  baselines); its run time is projected, not yet measured.
 - `density-fixed`: Routine with D = 4 decisions at densities 1 .. 1/16 (horizon D / ρ = 4 .. 64:
   routine turns inserted, the task otherwise the same), the right actions hidden (cue `index`),
   outcome vs exact vs mc at each, 5 paired seeds, 64 evaluations per run (every update in the
