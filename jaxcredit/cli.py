@@ -21,7 +21,7 @@ from jaxcredit.credit_arms import credit_names
 from jaxcredit.env import MAX_TURNS
 from jaxcredit.output_dirs import check_kind
 from jaxcredit.plugins import load_plugins
-from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict
+from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, read_json
 from jaxcredit.tracking import TRACKERS
 from jaxcredit.validation import INT32_MAX, parse_int
 
@@ -305,6 +305,8 @@ def _audit_policy(args):
 
     from jaxcredit.envs import make
 
+    if args.initial:
+        return _initial_policy(args)
     if args.checkpoint is not None:
         from jaxcredit.checkpoint import load_policy_checkpoint
 
@@ -327,6 +329,26 @@ def _audit_policy(args):
 
     network = make_policy(PolicyConfig(), env)
     return env, network.policy_fn, network.init_fn(jax.random.key(args.seed)), f"untrained network (seed {args.seed})"
+
+
+def _initial_policy(args):
+    """`_audit_policy` for `--initial`: the untrained network run directory `--checkpoint` started
+    seed `--seed-index` from, rebuilt from its config.json."""
+    from jaxcredit.train.config import config_from_dict
+    from jaxcredit.train.loop import initial_policy
+
+    if args.checkpoint is None or args.policy != "network":
+        raise CommandError("--initial needs --checkpoint RUN_DIR (a run directory) and no --policy uniform")
+    config_path = os.path.join(args.checkpoint, "config.json")
+    if not os.path.isfile(config_path):
+        raise CommandError(f"--initial needs a run directory: no config.json in {args.checkpoint}")
+    try:
+        config = config_from_dict(read_json(config_path))
+        env, policy_fn, params = initial_policy(config, args.seed_index)
+    except (ValueError, TypeError) as error:
+        raise CommandError(f"{config_path}: {error}") from None
+    run = args.checkpoint.rstrip(os.sep)
+    return env, policy_fn, params, f"untrained network: the initial parameters of {run} seed {args.seed_index}"
 
 
 def _cmd_audit(args) -> None:
@@ -371,7 +393,6 @@ def _cmd_report(args) -> None:
 
 
 def _cmd_report_page(args, write_results_page) -> None:
-    from jaxcredit.analysis import read_json
     from jaxcredit.train import PRESETS
 
     spec_path = os.path.join(args.path, "sweep_spec.json")
@@ -627,6 +648,9 @@ def _add_analysis_commands(commands, *, regimes) -> None:
     audit.add_argument("file", nargs="?", help="with transcripts: the JSONL file (schema: docs/agents.md)")
     audit.add_argument("--checkpoint", help="policy checkpoint (or run directory: its policies/seed-I)")
     audit.add_argument("--seed-index", type=_integer(), default=0, help="which seed of a run directory (default 0)")
+    audit.add_argument("--initial", action="store_true",
+                       help="with --checkpoint RUN_DIR: the untrained network the run started that seed from "
+                            "(rebuilt from its config.json; paired seeds share it), not its final policy")
     audit.add_argument("--env", default="mad", help="without --checkpoint: mad or arithmetic")
     audit.add_argument("--env-config", help='without --checkpoint: JSON overrides, e.g. \'{"length": 5}\'')
     audit.add_argument("--policy", default="network", choices=["network", "uniform"],

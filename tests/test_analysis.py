@@ -340,6 +340,33 @@ def test_audit_of_a_checkpoint_matches_exact_values(small_mad, tmp_path, capsys)
     assert audit["modes"] == ["forced"] and "sampled" not in audit
 
 
+def test_audit_initial_is_the_network_a_run_starts_from(tmp_path, capsys):
+    """`--initial` audits the untrained parameters `Trainer.init` draws for that seed, rebuilt from the
+    run's config.json alone; a directory without one, or a seed the run does not have, is one line."""
+    from jaxcredit.train import TrainConfig, make_train
+    from jaxcredit.train.loop import initial_policy
+
+    config = TrainConfig(env="mad", env_overrides={"length": 4, "num_tokens": 3, "max_useful": 2, "max_turns": 6},
+                         credit="outcome", d_model=16, num_layers=1, num_heads=2, mlp_dim=32, num_seeds=2, seed=7)
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(config.to_dict()))
+    _, _, params = initial_policy(config, 1)
+    started = make_train(config).init(8).params
+    assert jax.tree_util.tree_all(jax.tree_util.tree_map(lambda a, b: bool(jnp.array_equal(a, b)), params, started))
+    assert main(["audit", "--checkpoint", str(run), "--initial", "--seed-index", "1", "--states", "8",
+                 "--mode", "sampled", "--completions", "4", "--json", "--no-progress"]) == 0
+    audit = json.loads(capsys.readouterr().out)
+    assert audit["policy"] == f"untrained network: the initial parameters of {run} seed 1"
+    assert audit["num_states"] == 8 and audit["env_config"] == make_train(config).env.config()
+    for argv, words in ((["--checkpoint", str(tmp_path)], "no config.json"),
+                        (["--checkpoint", str(run), "--seed-index", "2"], "seed index 2 is not one of the run's 2"),
+                        ([], "--initial needs --checkpoint")):
+        assert main(["audit", "--initial", *argv, "--no-progress"]) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1
+
+
 def test_decorative_tolerance_is_symmetric_and_catches_small_costs_near_certainty():
     from jaxcredit.analysis.classes import decorative_tolerance
 

@@ -216,9 +216,29 @@ def test_fresh_page_of_an_older_sweep(tmp_path, capsys, monkeypatch):
     assert "| measured run time | not recorded" in text and "| date | not recorded |" in text
     assert "| machine | not recorded |" in text
     assert "### attempts-mc: checkpoint old-sweep/attempts/mc/policies/seed-0 on mad" in text  # as the command named it
+    copied = json.loads((page.parent / "old" / "audits" / "attempts-mc.json").read_text())
+    assert copied["policy"] == "checkpoint old-sweep/attempts/mc/policies/seed-0"  # the copy beside the page too
     committed = (DATA / PAGE).read_text()
     for start, end in (("## Paired comparisons", "## Time to"), ("## Label spend", "## Audits")):
         assert _section(text, start, end) == _section(committed, start, end)
+
+
+def test_an_untrained_policy_audit_has_its_own_section_first(tmp_path):
+    """An audit whose policy is an untrained network goes in its own section, before the trained
+    policies' audits, and not among them."""
+    sweep = tmp_path / "sweep"
+    shutil.copytree(DATA / "tiny-sweep", sweep)
+    audit = json.loads((sweep / "audits/attempts-mc/audit.json").read_text())
+    (sweep / "audits/untrained").mkdir()
+    audit["policy"] = "untrained network: the initial parameters of sweep/attempts/mc seed 0"
+    (sweep / "audits/untrained/audit.json").write_text(json.dumps(audit))
+    page = tmp_path / "pages" / "tiny.md"
+    assert main(["report", str(sweep), "--page", str(page), "--json"]) == 0
+    text = page.read_text()
+    untrained, trained = text.index("## Audit of the untrained policy"), text.index("## Audits of the trained policies")
+    heading = "### untrained: untrained network: the initial parameters of sweep/attempts/mc seed 0 on mad"
+    assert untrained < text.index(heading) < trained < text.index("### attempts-mc: ")
+    assert json.loads((page.parent / "tiny" / "summary.json").read_text())["audits"] == ["attempts-mc", "untrained"]
 
 
 def test_header_says_which_recorded_cells_have_not_finished(tmp_path):

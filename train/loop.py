@@ -113,7 +113,7 @@ class Trainer:
         """Fresh parameters for `seed` (int32 `[]`), an empty ledger, iteration 0; for an arm with a
         `prepare` (predictor), its one-time work (given the validation set), charged to the ledger
         here and kept as `prepared`."""
-        params = self.networks.init_fn(jax.random.fold_in(jax.random.key(seed), 0))
+        params = self.networks.init_fn(initial_params_key(seed))
         ledger, prepared = init_ledger(), None
         arm = credit_arm(self.config.credit)
         if arm.prepare is not None:
@@ -388,6 +388,31 @@ def budget_count(ledger: Ledger, counter: str) -> jax.Array:
     return getattr(ledger, counter)  # `total_env_steps` and `total_policy_evals` are the ledger's properties
 
 
+def initial_params_key(seed) -> jax.Array:
+    """The key a run initialises its parameters from for `seed` (int `[]`): the same in every arm,
+    so paired seeds start from the same network."""
+    return jax.random.fold_in(jax.random.key(seed), 0)
+
+
+def policy_config_of(config: TrainConfig) -> PolicyConfig:
+    """The network `config` trains (`PolicyConfig` from its network fields)."""
+    return PolicyConfig(d_model=config.d_model, num_layers=config.num_layers, num_heads=config.num_heads,
+                        mlp_dim=config.mlp_dim, policy_input=config.policy_input,
+                        afterstate_lookahead=config.afterstate_lookahead)
+
+
+def initial_policy(config: TrainConfig, seed_index: int = 0):
+    """`(env, policy_fn, params)`: the untrained network a run of `config` starts seed
+    `config.seed + seed_index` from (the parameters `Trainer.init` draws; no evaluation sets built)."""
+    from jaxcredit.envs import make
+
+    if not 0 <= seed_index < config.num_seeds:
+        raise ValueError(f"seed index {seed_index} is not one of the run's {config.num_seeds} seeds")
+    env = make(config.env, **config.env_kwargs)
+    network = make_policy(policy_config_of(config), env)
+    return env, network.policy_fn, network.init_fn(initial_params_key(config.seed + seed_index))
+
+
 def make_train(config: TrainConfig) -> Trainer:
     """Validate `config` against its environment and build the run's pure functions.
 
@@ -397,10 +422,7 @@ def make_train(config: TrainConfig) -> Trainer:
     from jaxcredit.envs import make
 
     env = make(config.env, **config.env_kwargs)
-    policy_config = PolicyConfig(d_model=config.d_model, num_layers=config.num_layers,
-                                 num_heads=config.num_heads, mlp_dim=config.mlp_dim,
-                                 policy_input=config.policy_input,
-                                 afterstate_lookahead=config.afterstate_lookahead)
+    policy_config = policy_config_of(config)
     arm = credit_arm(config.credit)
     if arm.enumerates and env.num_positions * env.num_actions > MAX_ENUMERATED:
         raise ValueError(f"credit {config.credit!r} enumerates {env.num_positions} positions x {env.num_actions} "
