@@ -83,7 +83,8 @@ class TrainConfig:
       holdout_fraction: the share of the problem space kept out of training (half validation, half
         evaluation); 0: no split (spaces too small to hold out; evaluation then overlaps training).
       eval_seed: the seed of the evaluation and validation sets (the same for every arm and seed).
-      eval_families: arithmetic problem families evaluated on (empty: the training family).
+      eval_families: arithmetic problem families evaluated on (empty: the environment's own choice,
+        `Environment.evaluation_families`; arithmetic: `default`).
       num_seeds: seeds run at once (`jax.vmap`), `seed .. seed + num_seeds - 1`.
       seed: the first seed (initial parameters and the stream of training problems).
       shard_devices: devices the episode batch axis is split over (`jaxcredit.sharding`); 1: no sharding.
