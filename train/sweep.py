@@ -4,7 +4,8 @@ A sweep is a base configuration, named arms (credit settings) and its regimes:
 - `attempts`: equal main attempts (`budget_counter="main_episodes"`); label work is extra;
 - `matched`: for each label arm X (every arm with a ledger account: mc, exact, solver, critic,
   predictor, ...), the arms without label work (outcome, anchor, ...) get exactly X's total env
-  steps at the end of X's `attempts` run, seed by seed: additional main attempts equal to X's label work (`jaxcredit.train.matched`);
+  steps at the end of X's `attempts` run, seed by seed: additional main attempts equal to X's
+  label work (`jaxcredit.train.matched`);
 - `fixed-steps`: a fixed cap on total env steps (`budget_counter="total_env_steps"`), labels
   included; arms without label work get more main attempts until their total reaches it.
 Each cell is a run directory `OUT/<regime>/<arm>` (matched: `OUT/matched/<arm>/to-<label arm>`).
