@@ -52,6 +52,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxcredit import solver
 from jaxcredit.afterstate import policy_inputs, policy_observations
@@ -621,7 +622,8 @@ def _scored_problems(options: PredictorOptions, validation_problems: Any):
     if options.eval_states == 0 or validation_problems is None:
         return None
     size = jax.tree_util.tree_leaves(validation_problems)[0].shape[0]
-    return jax.tree_util.tree_map(lambda x: x[jnp.arange(options.eval_states) % size], validation_problems)
+    index = np.arange(options.eval_states) % size  # static: the validation set's leaves are host (NumPy) arrays
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x[index]), validation_problems)
 
 
 def predictor_prepare(context: CreditContext, key: jax.Array, draw_problem: Callable[[jax.Array], Any],

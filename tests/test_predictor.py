@@ -152,3 +152,24 @@ def test_report_shows_the_label_accuracy_and_the_card(runs):
     first = record["seeds"][0]
     assert f"| 0 | {first['predictor_env_steps']:,} | 128 | {first['advantage_pearson']:.3f} |" in text
     assert "charged to the ledger's predictor account" in text
+
+
+def test_prepare_under_jit_with_a_held_out_validation_set():
+    """With a holdout the validation set's leaves are host (NumPy) arrays: the predictor picks its
+    scored problems from them with a static index, so `init` traces (a traced index into a NumPy
+    array raised TracerArrayConversionError) and scores every asked-for state."""
+    import jax
+
+    from jaxcredit.train import make_train
+
+    config = config_from_dict({**TINY_TRAIN, "env_overrides": {"length": 5, "num_tokens": 4, "min_useful": 1,
+                                                               "max_useful": 2, "max_turns": 8},
+                               "holdout_fraction": 0.2, "validation_problems": 8, "d_model": 16, "mlp_dim": 32,
+                               "credit": "predictor", "num_seeds": 1,
+                               "credit_options": {"states": 8, "continuations": 2, "steps": 2, "eval_states": 12}})
+    trainer = make_train(config)
+    assert isinstance(jax.tree_util.tree_leaves(trainer.validation_set)[0], np.ndarray)
+    state = jax.jit(trainer.init)(0)
+    summary = {k: float(v) for k, v in state.prepared["summary"].items()}
+    assert summary["states"] == 12 and summary["dataset_states"] == 8 and summary["pairs"] > 0
+    assert all(np.isfinite(v) for k, v in summary.items() if k != "advantage_pearson")
