@@ -276,15 +276,12 @@ def _cmd_status(args) -> None:
 
 
 def _cmd_suite(args) -> None:
-    from jaxcredit.suite.experiments import BUILTIN_ARMS, QUICK_ARMS
+    from jaxcredit.suite.experiments import BUILTIN_ARMS, QUICK_ARMS, suite_arms
     from jaxcredit.suite.run import run_suite
 
     plugins = load_plugins(args.plugin)  # their arms can be named in --arms
     default = QUICK_ARMS if args.quick else tuple(BUILTIN_ARMS)
-    names = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(default)
-    arms = {}
-    for name in names:  # a built-in suite arm by its name, or any registered credit arm with its defaults
-        arms[name] = BUILTIN_ARMS.get(name, {"credit": name})
+    arms = suite_arms([a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else default)
     experiments = tuple(e.strip() for e in args.experiments.split(",") if e.strip()) if args.experiments else ()
     suite = "quick" if args.quick else "full"
     card = run_suite(args.out, suite=suite, arms=arms, experiments=experiments, resume=args.resume,

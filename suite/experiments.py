@@ -164,6 +164,12 @@ BUILTIN_ARMS = {
 QUICK_ARMS = ("outcome", "mc", "exact")  # `--quick`'s default arms; `--arms` chooses others
 
 
+def suite_arms(names) -> dict:
+    """`{name: config fields}` for arm `names`: a built-in suite arm (`BUILTIN_ARMS`) by its name, or
+    any registered credit arm (a plugin's too) with its defaults."""
+    return {name: BUILTIN_ARMS.get(name, {"credit": name}) for name in names}
+
+
 def gate_reason(experiment: Experiment, records_dir: str | None = None) -> str | None:
     """None when `experiment` may run (no `requires_gate`, or a passing gate record of its rung in
     `records_dir/<requires_gate>`, default `GATE_RECORDS_DIR`); else the reason it is not run."""

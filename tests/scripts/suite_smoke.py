@@ -18,7 +18,7 @@ import traceback
 import jax
 
 from jaxcredit.plugins import load_plugins
-from jaxcredit.suite.experiments import BUILTIN_ARMS, SUITES
+from jaxcredit.suite.experiments import BUILTIN_ARMS, SUITES, suite_arms
 from jaxcredit.suite.labels import FIT_STEPS, LabelSetting, make_labeller
 from jaxcredit.suite.learning import setting_spec
 from jaxcredit.suite.run import check_arms
@@ -55,9 +55,7 @@ def main(argv=None) -> int:
     parser.add_argument("--arms", help="comma-separated arm names (default: the built-in arms)")
     args = parser.parse_args(argv)
     load_plugins(args.plugin)  # their arms can be named in --arms
-    names = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else list(BUILTIN_ARMS)
-    # as `jaxcredit suite`: a built-in suite arm by its name, or any registered credit arm with its defaults
-    arms = {name: BUILTIN_ARMS.get(name, {"credit": name}) for name in names}
+    arms = suite_arms([a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else BUILTIN_ARMS)
     try:
         check_arms(arms)
     except ValueError as error:
