@@ -639,15 +639,13 @@ def _audit_lines(path: str, files: str, link: str, run_dir_text: str, sweep_path
     """The audits' sections (an untrained network's first, then the trained policies') and the
     audits' names; each audit is copied beside the page with its policy named as the page names it."""
     found = sorted(glob.glob(os.path.join(path, "audits", "*", "audit.json")))
-    trained = ["## Audits of the trained policies", ""]
+    trained_header = ["## Audits of the trained policies", ""]
     if not found:
-        return trained + [f"None was run: no `{run_dir_text}/audits/<name>/audit.json`. To add one: `jaxcredit audit "
-                          f"--checkpoint {run_dir_text}/attempts/<arm> --out {run_dir_text}/audits/attempts-<arm>`, "
-                          "then regenerate the page.", ""], []
-    untrained = ["## Audit of the untrained policy", "",
-                 "The same audit of a network before any training (the label-reliability setting of a study "
-                 "that audits before training), beside the trained policies' below.", ""]
-    names = []
+        return trained_header + [
+            f"None was run: no `{run_dir_text}/audits/<name>/audit.json`. To add one: `jaxcredit audit "
+            f"--checkpoint {run_dir_text}/attempts/<arm> --out {run_dir_text}/audits/attempts-<arm>`, "
+            "then regenerate the page.", ""], []
+    untrained, trained, names = [], [], []
     for audit_path in found:
         name = os.path.basename(os.path.dirname(audit_path))
         audit = read_json(audit_path)
@@ -658,11 +656,15 @@ def _audit_lines(path: str, files: str, link: str, run_dir_text: str, sweep_path
         _write_json(os.path.join(files, "audits", f"{name}.json"), {**audit, "policy": policy} if "policy" in audit
                     else audit)
         names.append(name)
-        section = untrained if policy.startswith(UNTRAINED) else trained
-        section += [f"### {name}: {policy} on {audit['env']}", "",
-                    f"File: [audits/{name}.json]({link}audits/{name}.json).", "", audit_markdown_summary(audit),
-                    format_class_table(audit["classes"])]
-    return (untrained if len(untrained) > 4 else []) + (trained if len(trained) > 2 else []), names
+        (untrained if policy.startswith(UNTRAINED) else trained).extend([
+            f"### {name}: {policy} on {audit['env']}", "", f"File: [audits/{name}.json]({link}audits/{name}.json).",
+            "", audit_markdown_summary(audit), format_class_table(audit["classes"])])
+    lines = []
+    if untrained:
+        lines += ["## Audit of the untrained policy", "",
+                  "The same audit of a network before any training (the label-reliability setting of a study "
+                  "that audits before training), beside the trained policies' below.", "", *untrained]
+    return lines + (trained_header + trained if trained else []), names
 
 
 def results_page(path: str, page: str, *, command: str, sweep_command: str | None = None,
