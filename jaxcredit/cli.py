@@ -648,7 +648,8 @@ def _add_analysis_commands(commands, *, regimes) -> None:
     audit.add_argument("--initial", action="store_true",
                        help="with --checkpoint RUN_DIR: the untrained network the run started that seed from "
                             "(rebuilt from its config.json; paired seeds share it), not its final policy")
-    audit.add_argument("--env", default="mad", help="without --checkpoint: mad or arithmetic")
+    audit.add_argument("--env", default="mad",
+                       help="without --checkpoint: mad, arithmetic, routine or umbrella (default mad)")
     audit.add_argument("--env-config", help='without --checkpoint: JSON overrides, e.g. \'{"length": 5}\'')
     audit.add_argument("--policy", default="network", choices=["network", "uniform"],
                        help="without --checkpoint: network (untrained) or uniform")
@@ -871,7 +872,7 @@ def build_parser() -> argparse.ArgumentParser:
     play.set_defaults(handler=_cmd_play)
 
     train = commands.add_parser("train", help="train one configuration (all its seeds) into a run directory")
-    train.add_argument("--env", default="mad", help="environment: mad or arithmetic")
+    train.add_argument("--env", default="mad", help="environment: mad, arithmetic, routine or umbrella (default mad)")
     train.add_argument("--credit", default="outcome", help=f"credit arm: {', '.join(credit_names())} or one a "
                        "--plugin registers (default outcome)")
     train.add_argument("--out", required=True, help="run directory")

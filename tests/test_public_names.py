@@ -90,3 +90,14 @@ def test_solver_uniform_arm_and_an_old_sweep_directory(tmp_path):
     with pytest.raises(ValueError, match="written before these arms were renamed: 'exact-uniform' -> 'solver-uniform'"):
         run_sweep(spec, str(out), resume=True, progress=False)
     assert sorted(os.listdir(out)) == ["sweep_spec.json"]  # nothing written
+
+
+def test_env_help_and_config_doc_name_every_environment():
+    from jaxcredit.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if a.dest == "command").choices
+    for command in ("train", "audit"):
+        env_help = next(a.help for a in commands[command]._actions if a.dest == "env")
+        assert all(name in env_help for name in ENVIRONMENTS), (command, env_help)
+    env_doc = TrainConfig.__doc__.split("env: ", 1)[1].split("\n      env_overrides", 1)[0]
+    assert all(f"`{name}`" in env_doc for name in ENVIRONMENTS), env_doc

@@ -38,7 +38,7 @@ class TrainConfig:
     """Everything one training run needs; every field can be set with `jaxcredit train --set FIELD=VALUE`.
 
     Attributes:
-      env: the environment's name (`jaxcredit.envs.make`): `mad` or `arithmetic`.
+      env: the environment's name (`jaxcredit.envs.make`): `mad`, `arithmetic`, `routine` or `umbrella`.
       env_overrides: environment configuration fields replacing its defaults (a JSON object; kept
         as sorted `(field, value)` pairs), e.g. `{"length": 5}`.
       credit: the credit arm, a registered name (`jaxcredit.arm_registry.credit_names()`: outcome, mc,
