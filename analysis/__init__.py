@@ -41,7 +41,7 @@ from jaxcredit.analysis.gates import gate_status, read_gates
 from jaxcredit.analysis.label_measures import label_measures
 from jaxcredit.analysis.page import write_results_page
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
-from jaxcredit.analysis.predictor import predictor_accuracy_markdown, predictor_sections
+from jaxcredit.analysis.prepared import prepared_sections
 from jaxcredit.analysis.ranking import RANK_CLASSES, collect_steps, rank_trajectory, ranking_measures, run_ranking
 from jaxcredit.analysis.ranking_report import plot_ranking, ranking_markdown
 from jaxcredit.analysis.report import audit_markdown_summary, markdown_links, write_audit, write_report
@@ -55,8 +55,7 @@ __all__ = [
     "gate_status",
     "read_gates",
     "not_shown_lines",
-    "predictor_accuracy_markdown",
-    "predictor_sections",
+    "prepared_sections",
     "RANK_CLASSES",
     "collect_steps",
     "label_measures",

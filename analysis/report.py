@@ -18,7 +18,7 @@ from jaxcredit.analysis.compare import compare_sweep, format_comparison_table, l
 from jaxcredit.analysis.final_context import final_context_markdown
 from jaxcredit.analysis.formatting import format_number
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
-from jaxcredit.analysis.predictor import predictor_sections
+from jaxcredit.analysis.prepared import prepared_sections
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, read_sweep_spec, seed_measures, sweep_cells
 from jaxcredit.output_dirs import check_kind, write_kind
 from jaxcredit.rundir_io import (
@@ -109,7 +109,7 @@ def _sweep_report(path: str) -> str:
     for regime, runs in regime_curve_runs(cells).items():
         lines += [f"### Regime: {regime} ({regime_meaning(regime)})", ""]
         lines += curve_plots(path, runs, prefix=f"{regime}-", title=f"{regime} regime")
-    lines += predictor_sections({f"{regime}/{arm}": run for regime, runs in cells.items() for arm, run in runs.items()})
+    lines += prepared_sections({f"{regime}/{arm}": run for regime, runs in cells.items() for arm, run in runs.items()})
     lines += ["## CA-ID cards", ""] + _write_cards(path, cards_for_sweep(spec, path))
     return _finish(path, "\n".join(lines))
 
@@ -132,7 +132,7 @@ def _run_report(path: str) -> str:
               "", "Interval: " + interval_description(len(measures["seeds"]), method="Student-t")
               + " (of the mean over seeds).", "", "## Learning curves", ""]
     lines += curve_plots(path, {arm: path}, prefix="", title=arm)
-    lines += predictor_sections({f"run {arm}": path})
+    lines += prepared_sections({f"run {arm}": path})
     lines += ["## CA-ID card", ""] + _write_cards(path, [card_for_config(config, subject=f"run {arm}")])
     return _finish(path, "\n".join(lines))
 

@@ -194,6 +194,10 @@ class CreditArm:
       prepared_record: optional `prepared_record(options, summary, counters) -> dict`, the JSON of
         `prepared_file` from the prepared state's `summary` (numpy `[N]` per key) and each seed's
         ledger counters (a list of dicts).
+      prepared_title: the heading of the reports' section on `prepared_file` (None: the arm's name).
+      prepared_markdown: optional `prepared_markdown(record) -> str`, a Markdown body of one run's
+        `prepared_file` (its JSON, a dict) for `jaxcredit report` and results pages; without it,
+        the file is recorded but not shown.
       fit_for_labels: optional, for an arm with a learned part that training fits as it goes (a
         value head): `fit_for_labels(context, key, draw_episodes, *, steps) -> LabelFit`, that part
         fitted on the fixed policy `context.params`'s own fresh episodes (`draw_episodes(key) ->
@@ -214,6 +218,8 @@ class CreditArm:
     card: Callable[[Any, dict], CardText] | None = None
     prepared_file: str | None = None
     prepared_record: Callable[..., dict] | None = None
+    prepared_title: str | None = None
+    prepared_markdown: Callable[[dict], str] | None = None
     fit_for_labels: Callable[..., LabelFit] | None = None
 
     @property
@@ -243,7 +249,8 @@ def register_credit_arm(arm: CreditArm) -> CreditArm:
     if arm.account is not None and arm.account not in ACCOUNTS:
         raise ValueError(f"credit arm {arm.name!r}: account {arm.account!r} is not a ledger account; "
                          f"accounts: {', '.join(ACCOUNTS)} (or None)")
-    for hook in ("compute", "prepare", "fit_for_labels", "check", "check_environment", "card", "prepared_record"):
+    for hook in ("compute", "prepare", "fit_for_labels", "check", "check_environment", "card", "prepared_record",
+                 "prepared_markdown"):
         value = getattr(arm, hook)
         if (hook == "compute" or value is not None) and not callable(value):
             raise ValueError(f"credit arm {arm.name!r}: {hook} must be a function, got {value!r}")

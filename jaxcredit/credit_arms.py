@@ -693,6 +693,36 @@ def _predictor_record(options: PredictorOptions, summary: dict, counters: list) 
     return {"config": settings, "seeds": seeds}
 
 
+def _predictor_markdown(record: dict) -> str:
+    """A Markdown table of one `predictor.json`: one row per seed and the mean over seeds."""
+    config = record.get("config", {})
+    lines = [f"Dataset: {config.get('predictor_states')} states visited by the initial policy, every legal action "
+             f"labelled by K={config.get('predictor_continuations')} continuations; fitted in "
+             f"{config.get('predictor_steps')} Adam steps. Accuracy on held-out states against exact values "
+             "(advantage `Q̂ − Σ π₀ Q̂` vs `Q^π₀ − V^π₀`; n = state-action pairs, sign over pairs with a nonzero "
+             "exact advantage).", "",
+             "| seed | dataset env steps | n | advantage Pearson r | sign agreement (n) | Q Pearson r | Q RMSE |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    seeds = record.get("seeds", [])
+
+    def cell(x, spec=".3f"):
+        return "n/a" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, spec)
+
+    for s in seeds:
+        lines.append(f"| {s['seed_index']} | {s['predictor_env_steps']:,} | {s.get('pairs', 0)} | "
+                     f"{cell(s.get('advantage_pearson'))} | {cell(s.get('sign_agreement'))} ({s.get('sign_pairs', 0)}) "
+                     f"| {cell(s.get('q_pearson'))} | {cell(s.get('q_rmse'))} |")
+    if seeds and all("advantage_pearson" in s for s in seeds):
+        mean = {k: sum(s[k] for s in seeds) / len(seeds) for k in ("advantage_pearson", "sign_agreement", "q_pearson",
+                                                                    "q_rmse", "predictor_env_steps")}
+        lines.append(f"| **mean** | {mean['predictor_env_steps']:,.0f} | {sum(s['pairs'] for s in seeds)} | "
+                     f"{mean['advantage_pearson']:.3f} | {mean['sign_agreement']:.3f} | {mean['q_pearson']:.3f} | "
+                     f"{mean['q_rmse']:.3f} |")
+    elif seeds:
+        lines += ["", "Not scored against exact values (`predictor_eval_states` = 0)."]
+    return "\n".join(lines) + "\n"
+
+
 def _predictor_card(options: PredictorOptions, config: dict) -> CardText:
     return CardText("per action: Q̂(s_t, a_t) − Σ_a π₀(a|s_t) Q̂(s_t, a), Q̂ a frozen model of Q^π₀ of the initial "
                     "policy π₀, fitted once before training (a fixed label per state and action)",
@@ -728,7 +758,8 @@ for _arm in (
               "action values from a frozen model fitted once, offline, on a fixed dataset of Monte Carlo labels",
               predictor_arm, prepare=predictor_prepare, options=PredictorOptions,
               check_environment=_predictor_check_environment, card=_predictor_card,
-              prepared_file=PREDICTOR_FILE, prepared_record=_predictor_record),
+              prepared_file=PREDICTOR_FILE, prepared_record=_predictor_record,
+              prepared_title="Predictor label accuracy", prepared_markdown=_predictor_markdown),
     CreditArm("progress-soft", "label", False,
               "progress Φ(h') - Φ(h), Φ the fraction of N continuations that succeed (Math-Shepherd soft)",
               progress_soft_arm, options=ProgressSoftOptions, card=_progress_card("soft")),

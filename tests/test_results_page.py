@@ -134,6 +134,10 @@ def test_page_numbers_match_the_run_directory(regenerated):
     for name, cell in summary["timing"]["cells"].items():
         entries = json.loads((DATA / "tiny-sweep" / name / TIMING_NAME).read_text())["sessions"]
         assert cell["starts"] == len(entries) and "sessions" not in cell, name
+        # and the page's per-cell table says that cell's wall time (the sum over its starts) and starts
+        wall = duration_text(sum(s["wall_seconds"] for s in entries))
+        assert f"| {name} | {wall} | {len(entries)} | {duration_text(cell['segment_seconds'])} | yes |" in page, name
+    assert page.index("### Run time per cell") > page.index("## How this was made")
 
 
 def summary_of(regenerated: Path) -> dict:
