@@ -218,9 +218,9 @@ class CreditArm:
     card: Callable[[Any, dict], CardText] | None = None
     prepared_file: str | None = None
     prepared_record: Callable[..., dict] | None = None
+    fit_for_labels: Callable[..., LabelFit] | None = None
     prepared_title: str | None = None
     prepared_markdown: Callable[[dict], str] | None = None
-    fit_for_labels: Callable[..., LabelFit] | None = None
 
     @property
     def option_names(self) -> tuple[str, ...]:
