@@ -22,7 +22,7 @@ from jaxcredit.analysis import write_results_page
 from jaxcredit.comparison import flops_text
 from jaxcredit.overrides import apply_overrides
 from jaxcredit.policy import PolicyConfig, TaskSizes, make_policy_from_sizes, policy_eval_flops
-from jaxcredit.train import PRESETS, SweepSpec, choose_point, run_sweep, tune_points
+from jaxcredit.train import PRESETS, SweepSpec, run_sweep, tune_points
 from jaxcredit.train.rundir import read_jsonl
 from jaxcredit.train.sweep import config_policy_eval_flops
 
@@ -30,7 +30,8 @@ ROUTINE = {"horizon": 4, "density": 0.5, "num_choices": 2}
 BASE = {"env": "routine", "env_overrides": ROUTINE, "d_model": 32, "num_layers": 1, "num_heads": 2, "mlp_dim": 64,
         "problems_per_iteration": 4, "attempts_per_problem": 4, "eval_problems": 32, "validation_problems": 32,
         "num_seeds": 2, "num_evals": 2, "holdout_fraction": 0.0, "mc_variant": "q", "mc_continuations": 1}
-TUNE = {"grid": {"learning_rate": [0.0, 0.03]}, "num_seeds": 2, "seed": 100, "budget": 32}
+TUNE = {"grid": {"learning_rate": [0.0, 0.03]}, "num_seeds": 2, "seed": 100, "budget": 32, "score": "final",
+        "extend": 0}
 SPEC = SweepSpec(name="tuned", description="tiny tuned sweep", base=BASE,
                  arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc"}}, budgets={"attempts": 64},
                  regimes=("attempts", "matched"), match_on=("env_steps", "policy_evals"), tune=TUNE)
@@ -87,13 +88,6 @@ def test_grid_points_cross_the_shared_axes_with_the_arms_own_in_order():
     assert len(tuned.tuning_configs()) == 12 + 4 * 6  # outcome also on its two baselines
 
 
-def test_choose_point_takes_the_best_mean_and_the_earlier_on_a_tie():
-    assert choose_point([[0.5, 0.5], [0.75, 0.25], [0.25, 1.0]]) == 2  # means 0.5, 0.5, 0.625
-    assert choose_point([[0.5, 0.5], [0.75, 0.25], [0.0, 0.5]]) == 0  # a tie: the earlier point
-    with pytest.raises(ValueError, match="at least one point"):
-        choose_point([])
-
-
 def test_overrides_by_dotted_name():
     values = {"learning_rate": 1e-3, "env_overrides": {"horizon": 4}}
     assert apply_overrides(values, {"learning_rate": 3e-3, "env_overrides.density": 1.0}) == {
@@ -105,8 +99,9 @@ def test_overrides_by_dotted_name():
 
 
 def test_area_score_averages_the_evaluations_after_the_first_and_breaks_ties_at_the_ceiling(tmp_path):
-    """Two points that both end at 1.0 tie on the final score (the first is chosen); on the area the
-    faster one wins. The first evaluation (the untrained network) is left out of the area."""
+    """Two points that both end at 1.0 tie on the final score, and the area breaks the tie; on the
+    area (the default score) the faster one wins outright. The first evaluation (the untrained
+    network) is left out of the area."""
     from jaxcredit.train.tuning import tuning_record, validation_scores
 
     def rows(curve_per_seed):
@@ -114,26 +109,30 @@ def test_area_score_averages_the_evaluations_after_the_first_and_breaks_ties_at_
                 for s, curve in enumerate(curve_per_seed) for j, v in enumerate(curve)]
 
     slow, fast = rows([[0.0, 0.5, 1.0], [0.2, 0.25, 1.0]]), rows([[0.0, 1.0, 1.0], [0.2, 0.75, 1.0]])
-    assert validation_scores(slow) == validation_scores(fast) == [1.0, 1.0]
-    assert validation_scores(slow, "area") == [0.75, 0.625] and validation_scores(fast, "area") == [1.0, 0.875]
-    tune = {"grid": {"learning_rate": [1e-3, 3e-3]}}
+    assert validation_scores(slow, "final") == validation_scores(fast, "final") == [1.0, 1.0]
+    assert validation_scores(slow) == [0.75, 0.625] and validation_scores(fast) == [1.0, 0.875]
+    assert validation_scores(fast, upto=1) == [1.0, 0.75] and validation_scores(fast, "final", upto=1) == [1.0, 0.75]
+    tune = {"grid": {"learning_rate": [1e-3, 3e-3]}, "num_seeds": 2, "extend": 0}
     for k, point in enumerate((slow, fast)):
         os.makedirs(tmp_path / "tune" / "mc" / f"p{k:02d}")
         with open(tmp_path / "tune" / "mc" / f"p{k:02d}" / "metrics.jsonl", "w") as f:
             f.write("".join(json.dumps(r) + "\n" for r in point))
-    final = tuning_record(tune, ["mc"], str(tmp_path), budget=8)
-    area = tuning_record({**tune, "score": "area"}, ["mc"], str(tmp_path), budget=8)
-    assert final["arms"]["mc"]["chosen"] == "p00" and "score" not in final and "final" in final["rule"]
+    final = tuning_record({**tune, "score": "final"}, ["mc"], str(tmp_path), budget=8, num_evals={"mc": 2})
+    area = tuning_record(tune, ["mc"], str(tmp_path), budget=8, num_evals={"mc": 2})
+    assert final["score"] == "final" and final["arms"]["mc"]["tie"] == {"points": ["p00", "p01"],
+                                                                          "broken_by": "other score"}
+    assert final["arms"]["mc"]["chosen"] == "p01"  # not the first grid point: the tie goes to the faster one
     assert area["arms"]["mc"]["chosen"] == "p01" and area["score"] == "area" and "area under" in area["rule"]
-    assert area["arms"]["mc"]["points"][1]["mean"] == 0.9375
+    assert area["arms"]["mc"]["points"][1]["mean"] == 0.9375 and "tie" not in area["arms"]["mc"]
+    assert area["arms"]["mc"]["points"][1]["other"]["mean"] == 1.0
     # a point directory trained at another setting than its grid point is refused, not scored
     for k, rate in enumerate((1e-3, 3e-3)):
         with open(tmp_path / "tune" / "mc" / f"p{k:02d}" / "config.json", "w") as f:
-            json.dump({"learning_rate": rate, "credit_options": {"continuations": 2}}, f)
-    assert tuning_record(tune, ["mc"], str(tmp_path), budget=8)["arms"]["mc"]["chosen"] == "p00"
+            json.dump({"learning_rate": rate, "num_evals": 2, "credit_options": {"continuations": 2}}, f)
+    assert tuning_record(tune, ["mc"], str(tmp_path), budget=8)["arms"]["mc"]["chosen"] == "p01"
     with pytest.raises(ValueError, match=r"p00 is not the grid point it is named for: learning_rate is 0.001 there, "
                                          r"0.003 in the grid"):
-        tuning_record({"grid": {"learning_rate": [3e-3, 1e-3]}}, ["mc"], str(tmp_path), budget=8)
+        tuning_record({**tune, "grid": {"learning_rate": [3e-3, 1e-3]}}, ["mc"], str(tmp_path), budget=8)
 
 
 def test_bad_tune_and_match_on_are_refused_before_any_work(tmp_path):
@@ -168,7 +167,11 @@ def test_tuning_picks_the_best_validation_setting(tuned_sweep):
                 assert final == [r["validation_success_greedy"] for r in rows if r["eval_index"] == 0]
             assert entry["points"][k]["scores"] == final and entry["points"][k]["n"] == 2
             means.append(np.mean(final))
-        best = int(np.argmax(means))  # the first of the best, by hand
+        best = int(np.argmax(means))
+        spread = np.hypot(*[np.std(p["scores"], ddof=1) / np.sqrt(2) for p in entry["points"]])
+        if abs(means[0] - means[1]) <= spread:  # a tie within the standard error: reported, and broken by the area
+            assert entry["tie"]["points"] == ["p00", "p01"] and entry["tie"]["broken_by"] != "grid order"
+            best = int(entry["chosen"][1:])
         assert entry["chosen"] == f"p{best:02d}"
         # the study runs the arm at its chosen setting, on its own seeds; matched partners too
         partners = [("matched", arm), ("matched-policy-evals", arm)] if arm == "outcome" else []

@@ -9,7 +9,8 @@ from jaxcredit.train.matched import run_matched
 from jaxcredit.train.presets import PRESETS, get_preset
 from jaxcredit.train.rundir import RunDir
 from jaxcredit.train.sweep import SweepSpec, format_table, run_sweep, sweep_table
-from jaxcredit.train.tuning import choose_point, tune_points, tuning_record
+from jaxcredit.train.tuning import tune_points, tuning_plan, tuning_record
+from jaxcredit.train.tuning_rules import choose
 
 __all__ = [
     "BACKENDS",
@@ -20,7 +21,7 @@ __all__ = [
     "TrainConfig",
     "TrainState",
     "Trainer",
-    "choose_point",
+    "choose",
     "config_from_dict",
     "format_table",
     "gate_config",
@@ -34,5 +35,6 @@ __all__ = [
     "summarize",
     "sweep_table",
     "tune_points",
+    "tuning_plan",
     "tuning_record",
 ]

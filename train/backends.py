@@ -42,7 +42,8 @@ class Cell(NamedTuple):
 
     `targets` (`{label_arm: [total per seed]}`, in the currency `match_on`: `env_steps` or
     `policy_evals`) makes it a matched-regime cell, run by `jaxcredit.train.matched.run_matched`
-    (its result is then `{label_arm: summary}`).
+    (its result is then `{label_arm: summary}`). `stop_after_evals`: the run pauses after that
+    many evaluations (resumable; its result is then `{"stopped_after": n}`).
     """
 
     key: tuple
@@ -53,6 +54,7 @@ class Cell(NamedTuple):
     targets: dict | None = None
     log: tuple = ()  # tracking backends (`jaxcredit.tracking`)
     match_on: str = "env_steps"
+    stop_after_evals: int | None = None  # a tuning run paused at a rung (`jaxcredit.train.tuning`)
 
 
 def run_cell(cell: Cell, *, progress: bool = True):
@@ -65,7 +67,7 @@ def run_cell(cell: Cell, *, progress: bool = True):
             return run_matched(cell.config, cell.out, targets=cell.targets, resume=cell.resume, progress=progress,
                                label=cell.label, log=cell.log, match_on=cell.match_on)
         return run_training(cell.config, cell.out, resume=cell.resume, progress=progress, label=cell.label,
-                            log=cell.log)
+                            log=cell.log, stop_after_evals=cell.stop_after_evals)
 
 
 def check_backend(backend: str) -> None:

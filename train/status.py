@@ -16,8 +16,9 @@ import os
 from jaxcredit.rundir_io import lock_held, read_json
 from jaxcredit.train.rundir import evaluation_progress
 from jaxcredit.train.sweep import SweepSpec
+from jaxcredit.train.tuning import tune_rungs
 
-STATES = ("finished", "running", "stopped", "not started")
+STATES = ("finished", "running", "stopped", "cut", "not started")  # cut: a tuning run halving stopped at a rung
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +80,29 @@ def run_status(path: str, label: str, config=None) -> RunStatus:
                      progress.success, wall, remaining)
 
 
+def _tuning_phase(spec: SweepSpec, out: str) -> dict:
+    """The tuning phase: every point the plan knows (extensions included), a paused run that the plan
+    no longer needs marked `cut`, and with halving, per arm the points that reached each rung."""
+    plan = spec.tuning_plan(out)
+    pending = {(run.arm, run.point) for run in plan.pending}
+    runs, rungs = [], {}
+    for arm, points in plan.points.items():
+        config = spec.tuning_config(arm, points[0][1])
+        ends = tune_rungs(spec.tune, config.num_evals)
+        reached = []
+        for name, overrides in points:
+            status = run_status(os.path.join(out, "tune", arm, name), f"tune/{arm}/{name}",
+                                spec.tuning_config(arm, overrides))
+            if status.state == "stopped" and (arm, name) not in pending:
+                status = dataclasses.replace(status, state="cut")
+            runs.append(status)
+            reached.append(config.num_evals if status.state == "finished"
+                           else -1 if status.last_eval is None else status.last_eval)
+        if len(ends) > 1:
+            rungs[arm] = [{"evals": end, "reached": sum(r >= end for r in reached)} for end in ends]
+    return {"phase": "tuning", "runs": runs, **({"rungs": rungs} if rungs else {})}
+
+
 def sweep_status(out: str) -> dict:
     """`{"name", "phases": [{"phase", "runs": [RunStatus, ...]}, ...]}` for the sweep directory `out`:
     the tuning runs (where the sweep tunes), the budgeted cells, and the matched cells found so far.
@@ -86,9 +110,7 @@ def sweep_status(out: str) -> dict:
     spec = _spec(out)
     phases = []
     if spec.tune is not None:
-        phases.append({"phase": "tuning", "runs": [
-            run_status(os.path.join(out, "tune", arm, point), f"tune/{arm}/{point}", config)
-            for (arm, point), config in spec.tuning_configs().items()]})
+        phases.append(_tuning_phase(spec, out))
     phases.append({"phase": "cells", "runs": [
         run_status(os.path.join(out, regime, arm), f"{regime}/{arm}", config)
         for (regime, arm), config in spec.cell_configs().items()]})
@@ -137,6 +159,9 @@ def format_status(status: dict) -> str:
             text += f"; about {minutes_text(left)} left in this phase at {counts['running']} at a time"
         count = f"{len(runs)} run{'s' if len(runs) != 1 else ''}"
         lines.append(f"{phase['phase']}: {count}: {text}" if runs else f"{phase['phase']}: {text}")
+        for arm, rungs in phase.get("rungs", {}).items():
+            lines.append(f"  tune/{arm} rungs: " + ", ".join(f"eval {r['evals']}: {r['reached']} reached"
+                                                             for r in rungs))
         for run in runs:
             if run.state in ("running", "stopped") and (run.last_eval is not None or run.state == "running"):
                 parts = [run.state]

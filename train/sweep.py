@@ -65,7 +65,7 @@ from jaxcredit.tracking import check_trackers
 from jaxcredit.train.backends import Cell, backend_session, check_backend, run_cells
 from jaxcredit.train.config import config_from_dict
 from jaxcredit.train.rundir import read_json, read_jsonl, write_json_atomic
-from jaxcredit.train.tuning import check_tune, point_name, tune_points, tune_seeds, tuning_record
+from jaxcredit.train.tuning import check_tune, point_name, tune_points, tune_seeds, tuning_plan
 
 # Arms of the named presets renamed since (old -> new): a sweep directory written before keeps its
 # old names (reports and comparisons read them from its sweep_spec.json); resuming it is refused
@@ -123,16 +123,27 @@ class SweepSpec:
         """Main attempts per tuning run: `tune.budget`, else the `attempts` budget."""
         return int(self.tune.get("budget") or self.budgets["attempts"])
 
+    def tuning_config(self, arm: str, overrides: dict):
+        """The `TrainConfig` of `arm`'s tuning run at grid point `overrides`: its tuning seeds, at the
+        tuning budget in main attempts."""
+        num_seeds, seed = tune_seeds(self.tune)
+        return self.arm_config(arm, overrides=overrides, num_seeds=num_seeds, seed=seed, budget=self.tune_budget,
+                               budget_counter="main_episodes")
+
     def tuning_configs(self) -> dict:
-        """`{(arm, point name): TrainConfig}` of every tuning run (`{}` without `tune`); raises
+        """`{(arm, point name): TrainConfig}` of every tuning run of the grid as written (`{}` without
+        `tune`; extensions add points once the grid's runs are scored: `tuning_plan`); raises
         `ValueError` on a bad field at any grid point."""
         self.check()
         if self.tune is None:
             return {}
-        num_seeds, seed = tune_seeds(self.tune)
-        return {(arm, point_name(k)): self.arm_config(arm, overrides=overrides, num_seeds=num_seeds, seed=seed,
-                                                      budget=self.tune_budget, budget_counter="main_episodes")
+        return {(arm, point_name(k)): self.tuning_config(arm, overrides)
                 for arm in self.arms for k, overrides in enumerate(tune_points(self.tune, arm))}
+
+    def tuning_plan(self, out: str):
+        """`jaxcredit.train.tuning.tuning_plan` for this sweep's tuning runs under `out`."""
+        num_evals = {arm: self.tuning_config(arm, tune_points(self.tune, arm)[0]).num_evals for arm in self.arms}
+        return tuning_plan(self.tune, self.arms, out, num_evals=num_evals, budget=self.tune_budget)
 
     def cell_configs(self, *, num_seeds: int | None = None, chosen: dict | None = None) -> dict:
         """`{(regime, arm): TrainConfig}` for every cell with a budget of its own (`attempts`,
@@ -249,6 +260,31 @@ def _design(spec_dict: dict) -> dict:
     return design
 
 
+def run_tuning(spec: SweepSpec, out: str, *, backend: str = "local", ray_address: str | None = None,
+               progress: bool = True, log: tuple = (), plugins: tuple = ()) -> dict:
+    """Run the tuning phase of `spec` into `out/tune/` until its plan (`SweepSpec.tuning_plan`) needs
+    no more runs; returns the `tuning.json` record. Each pass runs the plan's pending runs through
+    the backend, each to the evaluation its rung ends at (resumed where its directory exists), so
+    an interrupted phase resumes from whatever its runs hold."""
+    previous = None
+    while True:
+        plan = spec.tuning_plan(out)
+        if not plan.pending:
+            return plan.record
+        if plan.pending == previous:
+            raise RuntimeError(f"tuning makes no progress: tune/{plan.pending[0].arm}/{plan.pending[0].point} "
+                               f"did not reach evaluation {plan.pending[0].evals}")
+        previous = plan.pending
+        cells = []
+        for run in plan.pending:
+            config = spec.tuning_config(run.arm, run.overrides)
+            path = os.path.join(out, "tune", run.arm, run.point)
+            cells.append(Cell(("tune", run.arm, run.point), config, path, os.path.isdir(path),
+                              f"tune/{run.arm}/{run.point}", log=log,
+                              stop_after_evals=None if run.evals >= config.num_evals else run.evals))
+        run_cells(cells, backend=backend, ray_address=ray_address, progress=progress, plugins=plugins)
+
+
 def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, num_seeds: int | None,
                       progress: bool, backend: str, ray_address: str | None, log: tuple = (),
                       plugins: tuple = ()) -> dict:
@@ -273,11 +309,8 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
     with backend_session(backend, ray_address=ray_address):  # one Ray session for every phase
         chosen = None
         if spec.tune is not None:  # phase 0: every arm's grid, then each arm's chosen setting
-            tuning = [Cell(("tune", arm, point), config, os.path.join(out, "tune", arm, point),
-                           resume and os.path.isdir(os.path.join(out, "tune", arm, point)), f"tune/{arm}/{point}",
-                           log=log) for (arm, point), config in spec.tuning_configs().items()]
-            run_cells(tuning, backend=backend, ray_address=ray_address, progress=progress, plugins=plugins)
-            record = tuning_record(spec.tune, spec.arms, out, budget=spec.tune_budget)
+            record = run_tuning(spec, out, backend=backend, ray_address=ray_address, progress=progress, log=log,
+                                plugins=plugins)
             write_json_atomic(os.path.join(out, "tuning.json"), record)
             chosen = {arm: entry["overrides"] for arm, entry in record["arms"].items()}
             cells = spec.cell_configs(num_seeds=num_seeds, chosen=chosen)

@@ -1,36 +1,22 @@
 """Equal tuning: every arm's settings chosen on the validation set from one grid, at equal attempts.
 
-A sweep's `tune` is a JSON object:
+A sweep's `tune` is a JSON object (fields in `TUNE_FIELDS`): `grid` (`{override: [values]}`, the
+same for every arm, dotted names as `jaxcredit.overrides.apply_overrides` takes them),
+`arm_grid` (extra axes for one arm), `num_seeds` and `seed` (tuning seeds of their own, apart
+from the study's), `budget` (main attempts per tuning run), `score` (`area`, the default, or
+`final`), `rule` (`grid`: every point runs its whole budget; `halving`: successive halving with
+`eta` and `rungs`) and `extend` (how often an axis may be extended outward, default 3).
 
-- `grid`: `{override name: [values]}`, the same for every arm; names are config fields or dotted
-  names (`jaxcredit.overrides.apply_overrides`: `learning_rate`, `env_overrides.length`,
-  `credit_options.baseline`), the mechanism `jaxcredit train --set` uses for plain fields;
-- `arm_grid` (optional): `{arm: {override name: [values]}}`, extra axes crossed with the grid for
-  that arm alone (outcome's baseline `grpo` / `rloo`);
-- `num_seeds` (default 3) and `seed` (default 1000): the tuning runs' seeds, `seed .. seed +
-  num_seeds - 1`, by default apart from the study's (`0 .. N - 1`), so that no setting is chosen on
-  the seeds the study then reports; the same for every arm and grid point;
-- `budget` (default: the sweep's `attempts` budget): main attempts per tuning run;
-- `score` (default `final`): what a point is scored on, per tuning seed: `final`, the greedy
-  validation success at its last evaluation; or `area`, its mean over the evaluations after the
-  first (the area under the validation curve; the first evaluation, of the untrained network, is
-  the same at every point of an arm), for studies where every point ends at the ceiling and the
-  question is how fast an arm gets there.
-
-An arm's grid points are the Cartesian product of the grid's axes, then its own, each axis in
-the order written: the first axis varies slowest. Every point is one run directory,
-`OUT/tune/<arm>/p<k>` (k from 0), at the attempts budget (`budget_counter="main_episodes"`),
-run through the sweep's backend like any cell (resumed, timed, with progress). The score of a
-point is the mean over the tuning seeds of the greedy success on the held-out validation set at
-its last evaluation (`validation_success_greedy`; or over its evaluations, `score: area`); the
-chosen point is the one with the highest score, ties to the earlier point (`choose_point`). The
-sweep's cells then run every arm at its chosen point (matched-regime partners at their own), and
-`OUT/tuning.json` records every point's overrides, per-seed scores, n and the chosen point per
-arm (`tuning_record`).
+`tuning_plan` is a pure function of the spec and the tuning runs recorded under `OUT/tune/` (one
+run directory per arm and point, `tune/<arm>/p<k>`): which runs must reach which evaluation next,
+or, once none must, the record `tuning.json` holds. A sweep runs the plan's runs, then asks
+again, so a tuning phase resumes from whatever its runs hold. The rules (ties, cuts, extensions)
+are `jaxcredit.train.tuning_rules`; docs/training.md#equal-tuning explains them.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 
@@ -38,18 +24,28 @@ import numpy as np
 
 from jaxcredit.rundir_io import read_json
 from jaxcredit.train.rundir import read_jsonl
+from jaxcredit.train.tuning_rules import (
+    OTHER_SCORE,
+    choose,
+    edge_sides,
+    extension_value,
+    halving_keep,
+    is_numeric,
+    mean_se,
+    rung_evals,
+)
 
-TUNE_FIELDS = ("grid", "arm_grid", "num_seeds", "seed", "budget", "score")
+TUNE_FIELDS = ("grid", "arm_grid", "num_seeds", "seed", "budget", "score", "rule", "eta", "rungs", "extend")
 DEFAULT_TUNE_SEEDS, DEFAULT_TUNE_SEED = 3, 1000
-TUNE_METRIC = "validation_success_greedy"  # at each seed's last evaluation, mean over the tuning seeds
-# `tune.score` -> the rule `tuning.json` states for it.
-TUNE_RULES = {
-    "final": ("the highest mean over the tuning seeds of the final greedy validation success; ties to the earlier "
-              "grid point"),
-    "area": ("the highest mean over the tuning seeds of the greedy validation success averaged over the "
-             "evaluations after the first (the area under the validation curve); ties to the earlier grid point"),
+DEFAULT_SCORE, DEFAULT_ETA, DEFAULT_RUNGS, DEFAULT_EXTEND = "area", 3, 3, 3
+TUNE_METRIC = "validation_success_greedy"
+TUNE_SCORE_MEANINGS = {
+    "final": "the final greedy validation success",
+    "area": "the greedy validation success averaged over the evaluations after the first (the area under the "
+            "validation curve)",
 }
-TUNE_SCORES = tuple(TUNE_RULES)
+TUNE_SCORES = tuple(TUNE_SCORE_MEANINGS)
+TUNE_RULE_NAMES = ("grid", "halving")
 
 
 def check_tune(tune: dict, arms) -> None:
@@ -70,15 +66,19 @@ def check_tune(tune: dict, arms) -> None:
         shared = sorted(set(axes) & set(tune["grid"]))
         if shared:
             raise ValueError(f"tune.arm_grid.{arm}: {shared} already in tune.grid")
-    _check_score(tune.get("score", "final"))
-    for field, low in (("num_seeds", 1), ("seed", 0), ("budget", 1)):
+    _check_score(tune.get("score", DEFAULT_SCORE))
+    if tune.get("rule", "grid") not in TUNE_RULE_NAMES:
+        raise ValueError(f"tune.rule must be one of {', '.join(TUNE_RULE_NAMES)}, got {tune.get('rule')!r}")
+    for field, low in (("num_seeds", 1), ("seed", 0), ("budget", 1), ("eta", 2), ("rungs", 1), ("extend", 0)):
         value = tune.get(field)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
             raise ValueError(f"tune.{field} must be an integer >= {low}, got {value!r}")
+    if tune.get("rule", "grid") != "halving" and ("eta" in tune or "rungs" in tune):
+        raise ValueError("tune.eta and tune.rungs belong to rule 'halving'")
 
 
 def _check_score(score) -> None:
-    if score not in TUNE_RULES:
+    if score not in TUNE_SCORE_MEANINGS:
         raise ValueError(f"tune.score must be one of {', '.join(TUNE_SCORES)}, got {score!r}")
 
 
@@ -92,10 +92,15 @@ def _check_axes(where: str, axes) -> None:
             raise ValueError(f"{where}.{name} lists a value twice: {list(values)}")
 
 
+def tune_axes(tune: dict, arm: str) -> dict:
+    """`{override: [values]}`: `arm`'s axes as written (the grid's, then the arm's own)."""
+    return {name: list(values) for name, values in {**tune["grid"], **tune.get("arm_grid", {}).get(arm, {})}.items()}
+
+
 def tune_points(tune: dict, arm: str) -> list[dict]:
-    """`[overrides]`: `arm`'s grid points in order (the grid's axes, then the arm's own; the first
-    axis varies slowest)."""
-    axes = {**tune["grid"], **tune.get("arm_grid", {}).get(arm, {})}
+    """`[overrides]`: `arm`'s grid points as written, in order (the grid's axes, then the arm's own;
+    the first axis varies slowest). Extensions add points after these (`tuning_plan`)."""
+    axes = tune_axes(tune, arm)
     return [dict(zip(axes, values)) for values in itertools.product(*axes.values())]
 
 
@@ -109,19 +114,40 @@ def tune_seeds(tune: dict) -> tuple[int, int]:
     return int(tune.get("num_seeds", DEFAULT_TUNE_SEEDS)), int(tune.get("seed", DEFAULT_TUNE_SEED))
 
 
-def validation_scores(rows: list, score: str = "final") -> list[float]:
-    """Per seed (sorted by index), `TUNE_METRIC` at the seed's last evaluation in a run's metrics
-    rows (`score="final"`), or its mean over the seed's evaluations after the first (`"area"`)."""
+def tune_score(tune: dict) -> str:
+    return tune.get("score", DEFAULT_SCORE)
+
+
+def tune_rungs(tune: dict, num_evals: int) -> list[int]:
+    """The evaluation index each rung ends at (`grid`: one rung, the last evaluation)."""
+    if tune.get("rule", "grid") != "halving":
+        return [num_evals]
+    return rung_evals(num_evals, eta=int(tune.get("eta", DEFAULT_ETA)), rungs=int(tune.get("rungs", DEFAULT_RUNGS)))
+
+
+def validation_scores(rows: list, score: str = DEFAULT_SCORE, upto: int | None = None) -> list[float]:
+    """Per seed (sorted by index), from a run's metrics rows: `TUNE_METRIC` at the seed's last
+    evaluation (`score="final"`), or its mean over the evaluations after the first (`"area"`);
+    with `upto`, only the evaluations with index <= `upto` count."""
     _check_score(score)
     per_seed: dict = {}
     for row in rows:
-        per_seed.setdefault(row["seed_index"], []).append(row)
+        if upto is None or row["eval_index"] <= upto:
+            per_seed.setdefault(row["seed_index"], []).append(row)
     out = []
     for seed in sorted(per_seed):
         mine = sorted(per_seed[seed], key=lambda r: r["eval_index"])
         values = [float(r[TUNE_METRIC]) for r in mine]
         out.append(values[-1] if score == "final" else float(np.mean(values[1:] or values)))
     return out
+
+
+def evaluations_reached(rows: list, num_seeds: int) -> int:
+    """The last evaluation index every one of `num_seeds` seeds has in `rows` (-1: none)."""
+    last: dict = {}
+    for row in rows:
+        last[row["seed_index"]] = max(last.get(row["seed_index"], -1), row["eval_index"])
+    return min(last.values()) if len(last) == num_seeds else -1
 
 
 def _config_value(config: dict, field: str):
@@ -146,31 +172,163 @@ def _check_point_config(run: str, overrides: dict) -> None:
                          + " (the grid's axes in another order number the points otherwise)")
 
 
-def choose_point(scores: list) -> int:
-    """The index of the chosen point: the highest mean of its per-seed `scores` (one list per
-    point), the earliest on a tie."""
-    if not scores or any(len(s) == 0 for s in scores):
-        raise ValueError("choose_point needs at least one point, each with at least one score")
-    means = [float(np.mean(s)) for s in scores]
-    return means.index(max(means))
+@dataclasses.dataclass(frozen=True)
+class TuningRun:
+    """A tuning run the plan needs: `arm`, its point name and overrides, and the evaluation index
+    it must reach (`evals`; the run's last evaluation finishes it)."""
+
+    arm: str
+    point: str
+    overrides: dict
+    evals: int
 
 
-def tuning_record(tune: dict, arms, out: str, *, budget: int) -> dict:
-    """The `tuning.json` of a sweep whose tuning runs in `out/tune/` have finished: per arm, every
-    point's overrides, per-seed scores, mean and n, and the chosen point (`choose_point`)."""
-    num_seeds, seed = tune_seeds(tune)
-    score = tune.get("score", "final")
-    record = {"metric": TUNE_METRIC, "rule": TUNE_RULES[score], "budget": budget,
-              "budget_counter": "main_episodes", "num_seeds": num_seeds, "seeds": list(range(seed, seed + num_seeds)),
-              **({"score": score} if score != "final" else {}), "arms": {}}
+@dataclasses.dataclass(frozen=True)
+class TuningPlan:
+    """`pending`: the runs to run next (empty once tuning is done); `points`: per arm, every point
+    known so far (`[(name, overrides)]`: the grid's, then those extensions add); `record`: the `tuning.json` dict,
+    once `pending` is empty (else None)."""
+
+    pending: tuple
+    points: dict
+    record: dict | None
+
+
+def _point_rows(out: str, arm: str, name: str, overrides: dict) -> list:
+    run = os.path.join(out, "tune", arm, name)
+    _check_point_config(run, overrides)
+    path = os.path.join(run, "metrics.jsonl")
+    return read_jsonl(path) if os.path.exists(path) else []
+
+
+def _arm_plan(tune: dict, arm: str, out: str, num_evals: int) -> tuple[list, list, dict | None]:
+    """`(pending runs, [(name, overrides)], the arm's record entry or None)`."""
+    num_seeds, _ = tune_seeds(tune)
+    score, other = tune_score(tune), OTHER_SCORE[tune_score(tune)]
+    rungs = tune_rungs(tune, num_evals)
+    eta, limit = int(tune.get("eta", DEFAULT_ETA)), int(tune.get("extend", DEFAULT_EXTEND))
+    points, extensions = [(point_name(k), p) for k, p in enumerate(tune_points(tune, arm))], []
+    while True:
+        overrides = dict(points)
+        rows = {name: _point_rows(out, arm, name, p) for name, p in points}
+        reached = {name: evaluations_reached(rows[name], num_seeds) for name, _ in points}
+        alive, history = [name for name, _ in points], {name: [] for name, _ in points}
+        for r, end in enumerate(rungs):
+            short = [name for name in alive if reached[name] < end]
+            if short:
+                return [TuningRun(arm, name, overrides[name], end) for name in short], points, None
+            at_rung = [validation_scores(rows[name], score, upto=end) for name in alive]
+            kept = set(halving_keep(at_rung, eta=eta)) if r < len(rungs) - 1 else set(range(len(alive)))
+            for i, name in enumerate(alive):
+                mean, se = mean_se(at_rung[i])
+                history[name].append({"evals": end, "mean": mean, "se": se, "continued": i in kept})
+            alive = [name for i, name in enumerate(alive) if i in kept]
+        choice = choose([validation_scores(rows[name], score, upto=rungs[-1]) for name in alive],
+                        [validation_scores(rows[name], other, upto=rungs[-1]) for name in alive])
+        chosen = alive[choice["chosen"]]
+        grow, edge = _extensions([p for _, p in points], overrides[chosen], extensions, limit)
+        if not grow:
+            break
+        next_round = 1 + max((e["round"] for e in extensions), default=0)
+        for axis, side, value, new in grow:
+            name = point_name(len(points))
+            points.append((name, {**overrides[chosen], axis: value}))
+            extensions.append({"axis": axis, "side": side, "value": value, "new": new, "round": next_round,
+                               "from": chosen, "point": name})
+    added_in = {e["point"]: e["round"] for e in extensions}
+    entries = []
+    for name, p in points:
+        entry = {"point": name, "overrides": p, "extension": added_in.get(name, 0)}
+        if name in alive:
+            mine, theirs = (validation_scores(rows[name], s, upto=rungs[-1]) for s in (score, other))
+            (mean, se), (other_mean, other_se) = mean_se(mine), mean_se(theirs)
+            entry.update({"scores": mine, "mean": mean, "se": se, "n": len(mine),
+                          "other": {"scores": theirs, "mean": other_mean, "se": other_se}})
+        if len(rungs) > 1:
+            entry["rungs"] = history[name]
+        entries.append(entry)
+    record = {"points": entries, "chosen": chosen, "overrides": overrides[chosen], "extensions": extensions,
+              "edge": edge}
+    if len(choice["tied"]) > 1:
+        record["tie"] = {"points": [alive[i] for i in choice["tied"]], "broken_by": choice["broken_by"]}
+    return [], points, record
+
+
+def _extensions(points: list, chosen: dict, extensions: list, limit: int) -> tuple[list, list]:
+    """`([(axis, side, value, new)] to add, [edges left])` for the `chosen` point among `points`.
+
+    On each numeric axis, the chosen point's line is the points equal to it on every other axis.
+    Where it sits at an end of its line, the point one step outward along the line is added: the
+    axis's next value beyond that end where the grid has one (`new` False), else a new value one
+    step beyond the axis (`new` True; x3 or /3, `tuning_rules.extension_value`), at most `limit`
+    new values per axis. An end that can grow no further is left, and reported."""
+    grow, edge = [], []
+    for axis in chosen:
+        line = [p[axis] for p in points if all(p[k] == v for k, v in chosen.items() if k != axis)]
+        if not is_numeric(line):
+            continue
+        values = sorted({p[axis] for p in points})
+        grown = sum(e["axis"] == axis and e["new"] for e in extensions)
+        for side in edge_sides(line, chosen[axis]):
+            beyond = [v for v in values if (v < min(line) if side == "low" else v > max(line))]
+            if beyond:
+                grow.append((axis, side, max(beyond) if side == "low" else min(beyond), False))
+                continue
+            value = extension_value(values, side)
+            if value is None or grown >= limit:
+                edge.append({"axis": axis, "side": side, "value": chosen[axis], "extensions": grown})
+            else:
+                grow.append((axis, side, value, True))
+    return grow, edge
+
+
+def tuning_rule_text(tune: dict) -> str:
+    """The rule `tuning.json` states, in words."""
+    score, other = tune_score(tune), OTHER_SCORE[tune_score(tune)]
+    text = (f"the highest mean over the tuning seeds of {TUNE_SCORE_MEANINGS[score]}; points within the standard "
+            f"error of the difference of the best mean are a tie, broken by the {other} score, then by the "
+            f"{score} mean (grid order only between identical scores)")
+    if tune.get("rule", "grid") == "halving":
+        eta, rungs = tune.get("eta", DEFAULT_ETA), tune.get("rungs", DEFAULT_RUNGS)
+        text += (f"; successive halving (eta {eta}, {rungs} rungs): "
+                 f"at each rung the best 1/eta by the {score} score so far continue, with every point tied with "
+                 "the cut line")
+    return text + (f"; an axis whose edge is chosen is extended outward (x3 or /3), at most "
+                   f"{tune.get('extend', DEFAULT_EXTEND)} times")
+
+
+def tuning_plan(tune: dict, arms, out: str, *, num_evals: dict, budget: int) -> TuningPlan:
+    """The tuning phase's next step (see `TuningPlan`), from the runs recorded under `out/tune/`.
+    `num_evals`: `{arm: its tuning runs' num_evals}`; `budget`: main attempts per tuning run."""
+    pending, points, entries = [], {}, {}
     for arm in arms:
-        points = []
-        for k, overrides in enumerate(tune_points(tune, arm)):
-            run = os.path.join(out, "tune", arm, point_name(k))
-            _check_point_config(run, overrides)
-            scores = validation_scores(read_jsonl(os.path.join(run, "metrics.jsonl")), score)
-            points.append({"point": point_name(k), "overrides": overrides, "scores": scores,
-                           "mean": float(np.mean(scores)), "n": len(scores)})
-        chosen = choose_point([p["scores"] for p in points])
-        record["arms"][arm] = {"points": points, "chosen": point_name(chosen), "overrides": points[chosen]["overrides"]}
-    return record
+        runs, points[arm], entry = _arm_plan(tune, arm, out, num_evals[arm])
+        pending += runs
+        if entry is not None:
+            entries[arm] = entry
+    if pending:
+        return TuningPlan(tuple(pending), points, None)
+    num_seeds, seed = tune_seeds(tune)
+    record = {"metric": TUNE_METRIC, "score": tune_score(tune), "other_score": OTHER_SCORE[tune_score(tune)],
+              "rule": tuning_rule_text(tune), "rule_name": tune.get("rule", "grid"), "budget": budget,
+              "budget_counter": "main_episodes", "num_seeds": num_seeds, "seeds": list(range(seed, seed + num_seeds)),
+              "arms": entries}
+    if tune.get("rule", "grid") == "halving":
+        record["halving"] = {"eta": int(tune.get("eta", DEFAULT_ETA)), "rungs": int(tune.get("rungs", DEFAULT_RUNGS)),
+                             "rung_evals": {arm: tune_rungs(tune, num_evals[arm]) for arm in arms}}
+    return TuningPlan((), points, record)
+
+
+def tuning_record(tune: dict, arms, out: str, *, budget: int, num_evals: dict | None = None) -> dict:
+    """The `tuning.json` of a sweep whose tuning runs in `out/tune/` have finished (`tuning_plan`'s
+    record); raises `ValueError` naming a run that still has evaluations to reach. Without
+    `num_evals`, each arm's is read from its first point's `config.json`."""
+    if num_evals is None:
+        num_evals = {arm: int(read_json(os.path.join(out, "tune", arm, point_name(0), "config.json"))["num_evals"])
+                     for arm in arms}
+    plan = tuning_plan(tune, arms, out, num_evals=num_evals, budget=budget)
+    if plan.pending:
+        run = plan.pending[0]
+        raise ValueError(f"tuning is not finished: tune/{run.arm}/{run.point} must reach evaluation {run.evals} "
+                         f"({len(plan.pending)} run(s) pending)")
+    return plan.record
