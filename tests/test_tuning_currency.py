@@ -243,3 +243,41 @@ def test_page_shows_the_tuning_table_and_both_matched_views(tuned_sweep, tmp_pat
     assert "| measured run time |" in text and "tune " in text.split("| measured run time |")[1].split("\n")[0]
     summary = json.load(open(tmp_path / "page" / "summary.json"))
     assert summary["tuning"] == record
+
+
+def test_halving_sweep_pauses_cut_points_at_their_rung_and_resumes_to_the_same_record(tmp_path):
+    """A real halving tuning phase (3 points, eta 3, rungs ending at evaluations 1 and 3): every point
+    reaches evaluation 1, only the kept ones evaluation 3; a phase stopped after its first rung and
+    resumed writes the same record and the same curves as one run straight through."""
+    import dataclasses
+
+    from jaxcredit.train.backends import Cell, run_cells
+    from jaxcredit.train.sweep import run_tuning
+
+    tune = {"grid": {"learning_rate": [0.0, 0.01, 0.03]}, "num_seeds": 2, "seed": 100, "budget": 48,
+            "rule": "halving", "eta": 3, "rungs": 2, "extend": 0}
+    spec = dataclasses.replace(SPEC, arms={"outcome": {"credit": "outcome"}}, tune=tune, regimes=("attempts",),
+                               match_on=("env_steps",), base={**BASE, "num_evals": 3})
+    straight = str(tmp_path / "straight")
+    record = run_tuning(spec, straight, progress=False)
+    entry = record["arms"]["outcome"]
+    kept = [p["point"] for p in entry["points"] if p["rungs"][0]["continued"]]
+    for point in entry["points"]:
+        rows = read_jsonl(os.path.join(straight, "tune", "outcome", point["point"], "metrics.jsonl"))
+        last = max(r["eval_index"] for r in rows)
+        assert last == (3 if point["point"] in kept else 1), point
+        finished = os.path.exists(os.path.join(straight, "tune", "outcome", point["point"], "summary.json"))
+        assert finished == (point["point"] in kept)
+    assert entry["chosen"] in kept and len(kept) >= 1
+    # stopped after the first rung, then resumed
+    resumed = str(tmp_path / "resumed")
+    first = spec.tuning_plan(resumed)
+    assert [(r.point, r.evals) for r in first.pending] == [("p00", 1), ("p01", 1), ("p02", 1)]
+    run_cells([Cell(("tune", "outcome", r.point), spec.tuning_config("outcome", r.overrides),
+                    os.path.join(resumed, "tune", "outcome", r.point), False, r.point, stop_after_evals=1)
+               for r in first.pending], progress=False)
+    assert run_tuning(spec, resumed, progress=False) == record
+    for point in kept:
+        paths = [os.path.join(root, "tune", "outcome", point, "metrics.jsonl") for root in (straight, resumed)]
+        strip = [[{k: v for k, v in r.items() if k != "segment_seconds"} for r in read_jsonl(p)] for p in paths]
+        assert strip[0] == strip[1]
