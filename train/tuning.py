@@ -201,16 +201,20 @@ def _point_rows(out: str, arm: str, name: str, overrides: dict) -> list:
     return read_jsonl(path) if os.path.exists(path) else []
 
 
-def _arm_plan(tune: dict, arm: str, out: str, num_evals: int) -> tuple[list, list, dict | None]:
-    """`(pending runs, [(name, overrides)], the arm's record entry or None)`."""
+def arm_plan(tune: dict, arm: str, rows_of, *, num_evals: int, points: list | None = None) -> tuple:
+    """One arm's part of `tuning_plan`: `(pending runs, [(name, overrides)], its record entry or None)`.
+    `rows_of(name, overrides)`: the metrics rows recorded for a point so far; `points`: the grid's
+    `[(name, overrides)]` (default: `tune_points`, named `p00`, `p01`, ...)."""
     num_seeds, _ = tune_seeds(tune)
     score, other = tune_score(tune), OTHER_SCORE[tune_score(tune)]
     rungs = tune_rungs(tune, num_evals)
     eta, limit = int(tune.get("eta", DEFAULT_ETA)), int(tune.get("extend", DEFAULT_EXTEND))
-    points, extensions = [(point_name(k), p) for k, p in enumerate(tune_points(tune, arm))], []
+    if points is None:
+        points = [(point_name(k), p) for k, p in enumerate(tune_points(tune, arm))]
+    points, extensions = list(points), []
     while True:
         overrides = dict(points)
-        rows = {name: _point_rows(out, arm, name, p) for name, p in points}
+        rows = {name: rows_of(name, p) for name, p in points}
         reached = {name: evaluations_reached(rows[name], num_seeds) for name, _ in points}
         alive, history = [name for name, _ in points], {name: [] for name, _ in points}
         for r, end in enumerate(rungs):
@@ -302,7 +306,8 @@ def tuning_plan(tune: dict, arms, out: str, *, num_evals: dict, budget: int) -> 
     `num_evals`: `{arm: its tuning runs' num_evals}`; `budget`: main attempts per tuning run."""
     pending, points, entries = [], {}, {}
     for arm in arms:
-        runs, points[arm], entry = _arm_plan(tune, arm, out, num_evals[arm])
+        runs, points[arm], entry = arm_plan(tune, arm, lambda name, p, arm=arm: _point_rows(out, arm, name, p),
+                                            num_evals=num_evals[arm])
         pending += runs
         if entry is not None:
             entries[arm] = entry
