@@ -190,3 +190,18 @@ def test_bad_halving_settings_are_refused():
                           ({**grid, "extend": -1}, "tune.extend must be an integer >= 0")):
         with pytest.raises(ValueError, match=message):
             check_tune(tune, ["mc"])
+
+
+def test_a_point_recorded_with_fewer_seeds_gets_the_rest_in_a_run_of_its_own(tmp_path):
+    """A point recorded with 3 tuning seeds (1000-1002) and a tuning that asks for 5: the plan asks
+    for `p00-s1003` (seeds 1003-1004) only, and scores the point over all five."""
+    tune = {"grid": {"learning_rate": [1e-3]}, "num_seeds": 5, "seed": 1000, "extend": 0}
+    config = {"learning_rate": 1e-3, "seed": 1000, "num_seeds": 3, "num_evals": 1}
+    _write_curve(tmp_path, "mc", "p00", [[0.0, 0.2], [0.0, 0.4], [0.0, 0.6]], config)
+    plan = tuning_plan(tune, ["mc"], str(tmp_path), num_evals={"mc": 1}, budget=8)
+    assert [(r.run, r.seed, r.num_seeds, r.evals) for r in plan.pending] == [("p00-s1003", 1003, 2, 1)]
+    _write_curve(tmp_path, "mc", "p00-s1003", [[0.0, 0.8], [0.0, 1.0]], {**config, "seed": 1003, "num_seeds": 2})
+    entry = tuning_plan(tune, ["mc"], str(tmp_path), num_evals={"mc": 1}, budget=8).record["arms"]["mc"]
+    assert entry["points"][0]["scores"] == [0.2, 0.4, 0.6, 0.8, 1.0] and entry["points"][0]["n"] == 5
+    with pytest.raises(ValueError, match="holds seeds 1000..1002; the tuning asks for 2000..2004"):
+        tuning_plan({**tune, "seed": 2000}, ["mc"], str(tmp_path), num_evals={"mc": 1}, budget=8)

@@ -16,7 +16,7 @@ import os
 from jaxcredit.rundir_io import lock_held, read_json
 from jaxcredit.train.rundir import evaluation_progress
 from jaxcredit.train.sweep import SweepSpec
-from jaxcredit.train.tuning import tune_rungs
+from jaxcredit.train.tuning import point_parts, tune_rungs
 
 STATES = ("finished", "running", "stopped", "cut", "not started")  # cut: a tuning run halving stopped at a rung
 
@@ -84,20 +84,23 @@ def _tuning_phase(spec: SweepSpec, out: str) -> dict:
     """The tuning phase: every point the plan knows (extensions included), a paused run that the plan
     no longer needs marked `cut`, and with halving, per arm the points that reached each rung."""
     plan = spec.tuning_plan(out)
-    pending = {(run.arm, run.point) for run in plan.pending}
+    pending = {(run.arm, run.run) for run in plan.pending}
     runs, rungs = [], {}
     for arm, points in plan.points.items():
         config = spec.tuning_config(arm, points[0][1])
         ends = tune_rungs(spec.tune, config.num_evals)
         reached = []
         for name, overrides in points:
-            status = run_status(os.path.join(out, "tune", arm, name), f"tune/{arm}/{name}",
-                                spec.tuning_config(arm, overrides))
-            if status.state == "stopped" and (arm, name) not in pending:
-                status = dataclasses.replace(status, state="cut")
-            runs.append(status)
-            reached.append(config.num_evals if status.state == "finished"
-                           else -1 if status.last_eval is None else status.last_eval)
+            parts = []
+            for run, first, count in point_parts(out, arm, name, spec.tune):
+                status = run_status(os.path.join(out, "tune", arm, run), f"tune/{arm}/{run}",
+                                    spec.tuning_config(arm, overrides, seed=first, num_seeds=count))
+                if status.state == "stopped" and (arm, run) not in pending:
+                    status = dataclasses.replace(status, state="cut")
+                runs.append(status)
+                parts.append(config.num_evals if status.state == "finished"
+                             else -1 if status.last_eval is None else status.last_eval)
+            reached.append(min(parts))
         if len(ends) > 1:
             rungs[arm] = [{"evals": end, "reached": sum(r >= end for r in reached)} for end in ends]
     return {"phase": "tuning", "runs": runs, **({"rungs": rungs} if rungs else {})}

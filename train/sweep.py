@@ -123,10 +123,11 @@ class SweepSpec:
         """Main attempts per tuning run: `tune.budget`, else the `attempts` budget."""
         return int(self.tune.get("budget") or self.budgets["attempts"])
 
-    def tuning_config(self, arm: str, overrides: dict):
-        """The `TrainConfig` of `arm`'s tuning run at grid point `overrides`: its tuning seeds, at the
-        tuning budget in main attempts."""
-        num_seeds, seed = tune_seeds(self.tune)
+    def tuning_config(self, arm: str, overrides: dict, *, seed: int | None = None, num_seeds: int | None = None):
+        """The `TrainConfig` of `arm`'s tuning run at grid point `overrides`: its tuning seeds (or
+        `num_seeds` from `seed`), at the tuning budget in main attempts."""
+        all_seeds, first = tune_seeds(self.tune)
+        num_seeds, seed = num_seeds or all_seeds, first if seed is None else seed
         return self.arm_config(arm, overrides=overrides, num_seeds=num_seeds, seed=seed, budget=self.tune_budget,
                                budget_counter="main_episodes")
 
@@ -277,10 +278,10 @@ def run_tuning(spec: SweepSpec, out: str, *, backend: str = "local", ray_address
         previous = plan.pending
         cells = []
         for run in plan.pending:
-            config = spec.tuning_config(run.arm, run.overrides)
-            path = os.path.join(out, "tune", run.arm, run.point)
-            cells.append(Cell(("tune", run.arm, run.point), config, path, os.path.isdir(path),
-                              f"tune/{run.arm}/{run.point}", log=log,
+            config = spec.tuning_config(run.arm, run.overrides, seed=run.seed, num_seeds=run.num_seeds)
+            path = os.path.join(out, "tune", run.arm, run.run)
+            cells.append(Cell(("tune", run.arm, run.run), config, path, os.path.isdir(path),
+                              f"tune/{run.arm}/{run.run}", log=log,
                               stop_after_evals=None if run.evals >= config.num_evals else run.evals))
         run_cells(cells, backend=backend, ray_address=ray_address, progress=progress, plugins=plugins)
 

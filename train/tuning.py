@@ -175,30 +175,72 @@ def _check_point_config(run: str, overrides: dict) -> None:
 @dataclasses.dataclass(frozen=True)
 class TuningRun:
     """A tuning run the plan needs: `arm`, its point name and overrides, and the evaluation index
-    it must reach (`evals`; the run's last evaluation finishes it)."""
+    it must reach (`evals`; the run's last evaluation finishes it). `run`: its directory under
+    `tune/<arm>/` (the point's name, or `<point>-s<seed>` for seeds added to a point recorded with
+    fewer), holding `num_seeds` seeds from `seed` (None: the tuning's own)."""
 
     arm: str
     point: str
     overrides: dict
     evals: int
+    run: str | None = None
+    seed: int | None = None
+    num_seeds: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class TuningPlan:
     """`pending`: the runs to run next (empty once tuning is done); `points`: per arm, every point
-    known so far (`[(name, overrides)]`: the grid's, then those extensions add); `record`: the `tuning.json` dict,
-    once `pending` is empty (else None)."""
+    known so far (`[(name, overrides)]`: the grid's, then those extensions add); `record`: the
+    `tuning.json` dict, once `pending` is empty (else None)."""
 
     pending: tuple
     points: dict
     record: dict | None
 
 
-def _point_rows(out: str, arm: str, name: str, overrides: dict) -> list:
-    run = os.path.join(out, "tune", arm, name)
-    _check_point_config(run, overrides)
-    path = os.path.join(run, "metrics.jsonl")
-    return read_jsonl(path) if os.path.exists(path) else []
+def point_parts(out: str, arm: str, name: str, tune: dict) -> list[tuple[str, int, int]]:
+    """`[(run directory name, first seed, number of seeds)]` a point's tuning seeds live in: its own
+    directory, and where that was recorded with fewer seeds than the tuning asks for (a study that
+    raised `num_seeds`), `<point>-s<seed>` for the rest, so no recorded run is trained again."""
+    num_seeds, seed = tune_seeds(tune)
+    path = os.path.join(out, "tune", arm, name, "config.json")
+    if not os.path.exists(path):
+        return [(name, seed, num_seeds)]
+    config = read_json(path)
+    first, count = int(config.get("seed", seed)), int(config.get("num_seeds", num_seeds))
+    if first != seed or count > num_seeds:
+        raise ValueError(f"tune/{arm}/{name} holds seeds {first}..{first + count - 1}; the tuning asks for "
+                         f"{seed}..{seed + num_seeds - 1}")
+    return [(name, seed, count)] + ([(f"{name}-s{seed + count}", seed + count, num_seeds - count)]
+                                    if count < num_seeds else [])
+
+
+def _part_rows(out: str, arm: str, run: str, overrides: dict, offset: int) -> list:
+    path = os.path.join(out, "tune", arm, run)
+    _check_point_config(path, overrides)
+    metrics = os.path.join(path, "metrics.jsonl")
+    rows = read_jsonl(metrics) if os.path.exists(metrics) else []
+    return [{**row, "seed_index": row["seed_index"] + offset} for row in rows] if offset else rows
+
+
+def _point_rows(out: str, arm: str, name: str, overrides: dict, tune: dict) -> list:
+    """A point's metrics rows over every tuning seed (`point_parts`), `seed_index` counted from the
+    tuning's first seed."""
+    _, seed = tune_seeds(tune)
+    return [row for run, first, _ in point_parts(out, arm, name, tune)
+            for row in _part_rows(out, arm, run, overrides, first - seed)]
+
+
+def _short_parts(out: str, tune: dict, run: TuningRun) -> list:
+    """The runs of `run`'s point (`point_parts`) that have not reached evaluation `run.evals`."""
+    _, seed = tune_seeds(tune)
+    short = []
+    for part, first, count in point_parts(out, run.arm, run.point, tune):
+        rows = _part_rows(out, run.arm, part, run.overrides, 0)
+        if evaluations_reached(rows, count) < run.evals:
+            short.append(dataclasses.replace(run, run=part, seed=first, num_seeds=count))
+    return short
 
 
 def arm_plan(tune: dict, arm: str, rows_of, *, num_evals: int, points: list | None = None) -> tuple:
@@ -306,9 +348,9 @@ def tuning_plan(tune: dict, arms, out: str, *, num_evals: dict, budget: int) -> 
     `num_evals`: `{arm: its tuning runs' num_evals}`; `budget`: main attempts per tuning run."""
     pending, points, entries = [], {}, {}
     for arm in arms:
-        runs, points[arm], entry = arm_plan(tune, arm, lambda name, p, arm=arm: _point_rows(out, arm, name, p),
+        runs, points[arm], entry = arm_plan(tune, arm, lambda name, p, arm=arm: _point_rows(out, arm, name, p, tune),
                                             num_evals=num_evals[arm])
-        pending += runs
+        pending += [part for run in runs for part in _short_parts(out, tune, run)]
         if entry is not None:
             entries[arm] = entry
     if pending:
