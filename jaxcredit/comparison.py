@@ -19,7 +19,15 @@ import numpy as np
 
 from jaxcredit.credit_arms import label_free_credits  # the registered arms that spend no label or critic work
 from jaxcredit.rundir_io import MATCHED_COUNTERS, is_matched, matched_cell, regime_meaning
-from jaxcredit.stats import INTERVAL_METHOD, MIN_RELIABLE_SEEDS, holm, interval_description, paired_t
+from jaxcredit.stats import (
+    INTERVAL_METHOD,
+    MIN_RELIABLE_SEEDS,
+    holm,
+    interval_description,
+    paired_bootstrap,
+    paired_t,
+    sign_flip_p,
+)
 
 MEASURES = ("final_success", "average_success")
 
@@ -111,6 +119,13 @@ def comparison_pairs(regimes, credits: dict, reference_arm: str, *, environments
     return pairs
 
 
+def _seed_subset(measures: dict, seeds) -> dict:
+    """`measures` (`seed_measures`-shaped) on `seeds` only."""
+    index = [list(measures["seeds"]).index(seed) for seed in seeds]
+    return {k: (list(seeds) if k == "seeds" else np.asarray(v)[index] if isinstance(v, np.ndarray) and v.ndim == 1
+                else v) for k, v in measures.items()}
+
+
 def _spend(measures: dict) -> dict:
     spend = {"main_episodes": float(np.mean(measures["main_episodes"])),
              "total_env_steps": float(np.mean(measures["total_env_steps"]))}
@@ -156,7 +171,7 @@ def budget_text(pair: Pair, spend: dict, reference_spend: dict | None, budgets: 
 
 
 def paired_table(pairs: list, measures: dict, *, budgets: dict, reference_arm: str,
-                 confidence: float = 0.95) -> dict:
+                 confidence: float = 0.95, nonparametric: bool = False) -> dict:
     """The comparison table.
 
     Args:
@@ -167,6 +182,9 @@ def paired_table(pairs: list, measures: dict, *, budgets: dict, reference_arm: s
       budgets: the sweep's budgets (`{"attempts": n, "fixed-steps": n}`), for the budget text.
       reference_arm: the sweep's reference arm.
       confidence: the intervals' coverage.
+      nonparametric: also, per measure, the paired sign-flip permutation test (`p_sign_flip`, and
+        `p_sign_flip_holm` over the same family as `p_holm`) and the paired bootstrap interval
+        (`bootstrap`: `{"low", "high", ...}`), `jaxcredit.stats`.
 
     Returns:
       `{"method", "confidence", "reference_arm", "regimes": {regime: {row: entry}}, "notes":
@@ -185,6 +203,8 @@ def paired_table(pairs: list, measures: dict, *, budgets: dict, reference_arm: s
         theirs = measures.get(pair.reference_cell) if pair.reference_cell else None
         if ours is None or (pair.reference_cell is not None and theirs is None):
             continue
+        if theirs is not None and is_matched(pair.regime) and set(theirs["seeds"]) < set(ours["seeds"]):
+            ours = _seed_subset(ours, theirs["seeds"])  # matched runs may pair the first seeds of the attempts runs
         if theirs is not None and list(ours["seeds"]) != list(theirs["seeds"]):
             raise ValueError(f"{pair.arm} and {pair.reference} in regime {pair.regime} have different seeds "
                              f"({list(ours['seeds'])} vs {list(theirs['seeds'])}); paired comparison needs the same")
@@ -201,6 +221,11 @@ def paired_table(pairs: list, measures: dict, *, budgets: dict, reference_arm: s
             for measure in MEASURES:
                 entry[f"reference_{measure}"] = float(np.mean(theirs[measure]))
                 entry["vs_reference"][measure] = paired_t(ours[measure], theirs[measure], confidence=confidence)
+                if nonparametric:
+                    diff = np.asarray(ours[measure], np.float64) - np.asarray(theirs[measure], np.float64)
+                    entry["vs_reference"][measure].update(
+                        p_sign_flip=sign_flip_p(diff)["p_value"],
+                        bootstrap=paired_bootstrap(diff, confidence=confidence))
         entry["budget"] = budget_text(pair, spend, reference_spend, budgets)
         key = pair.arm if pair.reference in (None, reference_arm) else f"{pair.arm} vs {pair.reference}"
         regimes.setdefault(pair.regime, {})[key] = entry
@@ -214,6 +239,10 @@ def paired_table(pairs: list, measures: dict, *, budgets: dict, reference_arm: s
                 adjusted = holm([rows[k]["vs_reference"][measure]["p_value"] for k in keys])
                 for k, p in zip(keys, adjusted):
                     rows[k]["vs_reference"][measure]["p_holm"] = p
+                if nonparametric:
+                    adjusted = holm([rows[k]["vs_reference"][measure]["p_sign_flip"] for k in keys])
+                    for k, p in zip(keys, adjusted):
+                        rows[k]["vs_reference"][measure]["p_sign_flip_holm"] = p
         notes[regime] = {"meaning": regime_meaning(regime),
                          "num_seeds": min(entry["num_seeds"] for entry in rows.values()),
                          "families": {ref: [rows[k]["arm"] for k in keys] for ref, keys in families.items()}}

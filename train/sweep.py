@@ -26,6 +26,7 @@ steps and policy evaluations (with their FLOPs).
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
 import os
 
@@ -91,9 +92,14 @@ class SweepSpec:
     regimes: tuple = REGIMES
     match_on: tuple = ("env_steps",)
     tune: dict | None = None
+    regime_fields: dict | None = None
+    readings: dict | None = None
+    claim: str = ""
+    nonparametric: bool = False
 
     def check(self) -> None:
-        """Raise `ValueError` naming what is wrong with the regimes, budgets, `match_on` or `tune`."""
+        """Raise `ValueError` naming what is wrong with the regimes, budgets, `match_on`, `tune`,
+        `regime_fields` or `readings`."""
         for regime in self.regimes:
             if regime in RENAMED_REGIMES:
                 raise ValueError(f"budget regime {regime!r} is now called {RENAMED_REGIMES[regime]!r} "
@@ -113,10 +119,28 @@ class SweepSpec:
         if not match_on or len(set(match_on)) != len(match_on) or not set(match_on) <= set(MATCH_CURRENCIES):
             raise ValueError(f"match_on must list one or both of {', '.join(MATCH_CURRENCIES)}, once each; "
                              f"got {self.match_on!r}")
+        for regime, fields in (self.regime_fields or {}).items():
+            if regime not in self.regimes or not isinstance(fields, dict):
+                raise ValueError(f"regime_fields: {regime!r} must be one of the sweep's regimes "
+                                 f"({', '.join(self.regimes)}) with an object of config fields")
+        matched_seeds = (self.regime_fields or {}).get("matched", {}).get("num_seeds")
+        if matched_seeds is not None and matched_seeds > self.regime_seeds("attempts"):
+            raise ValueError(f"regime_fields: matched runs {matched_seeds} seeds, more than the attempts runs it "
+                             f"matches ({self.regime_seeds('attempts')})")
+        for regime, budgets in (self.readings or {}).items():
+            if regime != "attempts" or not isinstance(budgets, (list, tuple)) or not budgets or any(
+                    isinstance(b, bool) or not isinstance(b, int) or not 0 < b <= self.budgets.get(regime, 0)
+                    for b in budgets):
+                raise ValueError(f"readings: {regime!r} must be 'attempts' with a list of budgets in "
+                                 f"(0, {self.budgets.get('attempts')}], got {budgets!r}")
         if self.tune is not None:
             check_tune(self.tune, self.arms)
             if self.tune.get("budget") is None and "attempts" not in self.budgets:
                 raise ValueError("tune needs a budget: tune.budget, or an 'attempts' budget to tune at")
+
+    def regime_seeds(self, regime: str) -> int:
+        """Paired seeds of `regime`'s cells: its `regime_fields` `num_seeds`, else the base's."""
+        return int((self.regime_fields or {}).get(regime, {}).get("num_seeds", self.base.get("num_seeds", 1)))
 
     @property
     def tune_budget(self) -> int:
@@ -156,14 +180,17 @@ class SweepSpec:
             if regime not in REGIME_BUDGET_COUNTERS:
                 continue
             for arm in self.arms:
-                cells[(regime, arm)] = self.arm_config(arm, num_seeds=num_seeds, budget=self.budgets[regime],
-                                                       budget_counter=REGIME_BUDGET_COUNTERS[regime],
-                                                       overrides=(chosen or {}).get(arm))
+                fields = {**(self.regime_fields or {}).get(regime, {}), "budget": self.budgets[regime],
+                          "budget_counter": REGIME_BUDGET_COUNTERS[regime]}
+                if num_seeds is not None:
+                    fields["num_seeds"] = num_seeds
+                cells[(regime, arm)] = self.arm_config(arm, overrides=(chosen or {}).get(arm), **fields)
         return cells
 
     def arm_config(self, arm: str, *, num_seeds: int | None = None, overrides: dict | None = None, **fields):
         """The `TrainConfig` of `arm`: base fields, the arm's fields, its `overrides` (dotted names,
-        `jaxcredit.overrides.apply_overrides`), then `fields`."""
+        `jaxcredit.overrides.apply_overrides`), then `fields` (a regime's `regime_fields` among them);
+        `num_seeds`, where given, last."""
         values = {**apply_overrides({**self.base, **self.arms[arm]}, overrides or {}), **fields}
         if num_seeds is not None:
             values["num_seeds"] = num_seeds
@@ -193,13 +220,15 @@ def matched_cells(spec: SweepSpec, summaries: dict, out: str, *, resume: bool, n
     for currency in spec.match_on:
         regime = MATCHED_REGIMES[currency]
         counter = MATCHED_COUNTERS[regime]
-        targets = {arm: _seed_totals(summaries[("attempts", arm)], counter, os.path.join(out, "attempts", arm))
-                   for arm in label_arms(credits)}
+        fields = {k: v for k, v in (spec.regime_fields or {}).get("matched", {}).items() if k != "num_seeds"}
+        seeds = num_seeds or spec.regime_seeds("matched")
+        targets = {arm: _seed_totals(summaries[("attempts", arm)], counter, os.path.join(out, "attempts", arm))[:seeds]
+                   for arm in label_arms(credits)}  # the matched runs' seeds are the first of the attempts runs'
         if not targets:
             return []
         for arm in label_free_arms(credits, spec.reference_arm):
-            config = spec.arm_config(arm, num_seeds=num_seeds, budget_counter=counter, budget=spec.budgets["attempts"],
-                                     overrides=(chosen or {}).get(arm))
+            config = spec.arm_config(arm, num_seeds=seeds, budget_counter=counter, budget=spec.budgets["attempts"],
+                                     overrides=(chosen or {}).get(arm), **fields)
             cell_dir = os.path.join(out, regime, arm)
             cell_resume = resume and os.path.exists(os.path.join(cell_dir, "config.json"))
             cells.append(Cell((regime, arm), config, cell_dir, cell_resume, f"{regime}/{arm}", targets, log,
@@ -235,8 +264,11 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
                                  backend=backend, ray_address=ray_address, log=log, plugins=plugins)
 
 
+CLAIM_FILE = "claim.json"  # a sweep's claim, stated with its date before its first cell
 DOC_FIELDS = ("cpu_minutes", "description")  # words about a sweep, not its design: resuming may update them
-_OPTIONAL_FIELDS = {"match_on": ["env_steps"], "tune": None}  # left out of sweep_spec.json at these values
+# left out of sweep_spec.json at these values, so sweeps written before them read and resume as they were
+_OPTIONAL_FIELDS = {"match_on": ["env_steps"], "tune": None, "regime_fields": None, "readings": None, "claim": "",
+                    "nonparametric": False}
 
 
 def spec_record(spec: SweepSpec, num_seeds: int | None) -> dict:
@@ -307,6 +339,10 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
     remove_leftovers(out)
     write_kind(out, "sweep")  # the kind first, once the sweep is known to be ours to write
     write_json_atomic(sweep_path, spec_dict)
+    claim_path = os.path.join(out, CLAIM_FILE)
+    if spec.claim and not os.path.exists(claim_path):  # stated once, before any cell: resuming keeps the date
+        stated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        write_json_atomic(claim_path, {"claim": spec.claim, "stated": stated})
     with backend_session(backend, ray_address=ray_address):  # one Ray session for every phase
         chosen = None
         if spec.tune is not None:  # phase 0: every arm's grid, then each arm's chosen setting
@@ -370,7 +406,10 @@ def sweep_table(summaries: dict, spec: SweepSpec, out: str | None = None) -> dic
         measures[cell] = summary_measures(summary, policy_eval_flops=flops[cell])
     pairs = comparison_pairs(table_regimes(spec.regimes, spec.match_on), spec.credits, spec.reference_arm,
                              environments=arm_environments(spec.base, spec.arms))
-    table = paired_table(pairs, measures, budgets=spec.budgets, reference_arm=spec.reference_arm)
+    table = paired_table(pairs, measures, budgets=spec.budgets, reference_arm=spec.reference_arm,
+                         nonparametric=spec.nonparametric)
+    if spec.readings and out is not None:
+        table["readings"] = reading_tables(spec, out, flops)
     families = list(dict.fromkeys(family for summary in summaries.values()
                                   for family in summary["seeds"][0].get("by_family", {})))
     if families:
@@ -383,6 +422,34 @@ def sweep_table(summaries: dict, spec: SweepSpec, out: str | None = None) -> dic
     return table
 
 
+def reading_measures(rows: list, counter: str, budget: int) -> dict:
+    """`seed_measures` of a run read at `budget`: its evaluations up to the first at which every
+    seed's `counter` has reached `budget` (a run's evaluation at B is a run of budget B: the
+    learning rate is constant and every draw a function of the seed and the iteration)."""
+    reached = sorted({r["eval_index"] for r in rows
+                      if all(q[counter] >= budget for q in rows if q["eval_index"] == r["eval_index"])})
+    if not reached:
+        raise ValueError(f"the run never reaches {budget:,} {counter}")
+    return seed_measures([r for r in rows if r["eval_index"] <= reached[0]])
+
+
+def reading_tables(spec: SweepSpec, out: str, flops: dict) -> dict:
+    """`{budget: paired_table}` of the `attempts` cells read at each of `spec.readings["attempts"]`."""
+    pairs = comparison_pairs(("attempts",), spec.credits, spec.reference_arm,
+                             environments=arm_environments(spec.base, spec.arms))
+    tables = {}
+    for budget in spec.readings["attempts"]:
+        measures = {}
+        for arm in spec.arms:
+            path = os.path.join(out, "attempts", arm, "metrics.jsonl")
+            if os.path.exists(path):
+                measures[("attempts", arm)] = {**reading_measures(read_jsonl(path), "main_episodes", budget),
+                                               "policy_eval_flops": flops.get(("attempts", arm))}
+        tables[str(budget)] = paired_table(pairs, measures, budgets={"attempts": budget},
+                                           reference_arm=spec.reference_arm, nonparametric=spec.nonparametric)
+    return tables
+
+
 def format_table(table: dict) -> str:
     """Markdown: one table per regime (`jaxcredit.comparison.format_paired_table`), then one plain
     sentence per comparison (`jaxcredit.comparison.finding_sentences`), then, for runs evaluated on
@@ -391,6 +458,8 @@ def format_table(table: dict) -> str:
     findings = ["", "Findings (final greedy success, arm − reference, 95% paired intervals; \"resolved\" means the "
                 "interval excludes 0):", ""] + [f"- {s[0].upper()}{s[1:]}." for s in sentences] if sentences else []
     text = format_paired_table(table) + "\n".join(findings) + ("\n" if findings else "")
+    for budget, reading in table.get("readings", {}).items():
+        text += f"\n## Attempts read at {int(budget):,}\n\n" + format_paired_table(reading, heading="###")
     families = table.get("families", {})
     if families:
         text += (f"\n## Per evaluation family\n\nThe tables above compare the mean over the {len(families)} "
