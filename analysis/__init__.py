@@ -41,7 +41,8 @@ from jaxcredit.analysis.gates import gate_status, read_gates
 from jaxcredit.analysis.label_measures import label_measures
 from jaxcredit.analysis.page import write_results_page
 from jaxcredit.analysis.plots import plot_credit_by_type, plot_learning_curves, plot_mc_error
-from jaxcredit.analysis.prepared import prepared_sections
+from jaxcredit.analysis.predictor import predictor_accuracy_markdown
+from jaxcredit.analysis.prepared import PREPARED_VIEWS, PreparedView, prepared_sections, register_prepared_view
 from jaxcredit.analysis.ranking import RANK_CLASSES, collect_steps, rank_trajectory, ranking_measures, run_ranking
 from jaxcredit.analysis.ranking_report import plot_ranking, ranking_markdown
 from jaxcredit.analysis.report import audit_markdown_summary, markdown_links, write_audit, write_report
@@ -56,6 +57,10 @@ __all__ = [
     "read_gates",
     "not_shown_lines",
     "prepared_sections",
+    "PREPARED_VIEWS",
+    "PreparedView",
+    "predictor_accuracy_markdown",
+    "register_prepared_view",
     "RANK_CLASSES",
     "collect_steps",
     "label_measures",

@@ -1,6 +1,23 @@
 """jaxcredit: a JAX-native simulator and trainer for credit-assignment research."""
 
+from jaxcredit import arms  # the built-in credit arms, one module each: importing them registers them
 from jaxcredit.afterstate import POLICY_INPUTS, afterstate_observations, policy_observations
+from jaxcredit.arm_registry import (
+    CREDIT_ARMS,
+    ArmOptions,
+    CardText,
+    CreditArm,
+    CreditContext,
+    CreditResult,
+    LabelFit,
+    NoOptions,
+    Preparation,
+    credit_arm,
+    credit_names,
+    label_free_credits,
+    option,
+    register_credit_arm,
+)
 from jaxcredit.checkpoint import (
     PolicyCheckpoint,
     load_policy,
@@ -26,22 +43,6 @@ from jaxcredit.credit import (
     solver_action_advantage,
     solver_advantage,
     solver_menu_values,
-)
-from jaxcredit.credit_arms import (
-    CREDIT_ARMS,
-    ArmOptions,
-    CardText,
-    CreditArm,
-    CreditContext,
-    CreditResult,
-    LabelFit,
-    NoOptions,
-    Preparation,
-    credit_arm,
-    credit_names,
-    label_free_credits,
-    option,
-    register_credit_arm,
 )
 from jaxcredit.env import Environment, State, tree_select
 from jaxcredit.ledger import ACCOUNTS, MAX_COUNT, Counts, Ledger, init_ledger, ledger_to_dict, record
@@ -91,6 +92,7 @@ __all__ = [
     "POLICY_INPUTS",
     "policy_observations",
     "CREDIT_ARMS",
+    "arms",
     "ArmOptions",
     "CardText",
     "CreditArm",

@@ -10,7 +10,7 @@ The registry is open: `register_credit_arm(arm)` adds an arm from any module (a 
 or package, `jaxcredit.plugins`), and everything that lists arms (the command line's `--credit`
 choices, `TrainConfig`'s validation, the sweep's label-free arms, the CA-ID cards' accounts)
 reads it when it runs (`credit_names()`, `label_free_credits()`, `credit_arm(name)`), never a
-copy taken at import. The built-in arms register in `jaxcredit.credit_arms`.
+copy taken at import. The built-in arms register in `jaxcredit.arms`, one module each.
 
 Reading what older versions wrote: their `config.json` and sweep records hold the arms' options
 as flat `TrainConfig` fields (`mc_continuations`, `solver_policy`, ...). An option names its old
@@ -194,10 +194,8 @@ class CreditArm:
       prepared_record: optional `prepared_record(options, summary, counters) -> dict`, the JSON of
         `prepared_file` from the prepared state's `summary` (numpy `[N]` per key) and each seed's
         ledger counters (a list of dicts).
-      prepared_title: the heading of the reports' section on `prepared_file` (None: the arm's name).
-      prepared_markdown: optional `prepared_markdown(record) -> str`, a Markdown body of one run's
-        `prepared_file` (its JSON, a dict) for `jaxcredit report` and results pages; without it,
-        the file is recorded but not shown.
+        Reports and results pages show the file where analysis has a view of it
+        (`jaxcredit.analysis.register_prepared_view`); without one, it is recorded but not shown.
       fit_for_labels: optional, for an arm with a learned part that training fits as it goes (a
         value head): `fit_for_labels(context, key, draw_episodes, *, steps) -> LabelFit`, that part
         fitted on the fixed policy `context.params`'s own fresh episodes (`draw_episodes(key) ->
@@ -219,8 +217,6 @@ class CreditArm:
     prepared_file: str | None = None
     prepared_record: Callable[..., dict] | None = None
     fit_for_labels: Callable[..., LabelFit] | None = None
-    prepared_title: str | None = None
-    prepared_markdown: Callable[[dict], str] | None = None
 
     @property
     def option_names(self) -> tuple[str, ...]:
@@ -249,8 +245,7 @@ def register_credit_arm(arm: CreditArm) -> CreditArm:
     if arm.account is not None and arm.account not in ACCOUNTS:
         raise ValueError(f"credit arm {arm.name!r}: account {arm.account!r} is not a ledger account; "
                          f"accounts: {', '.join(ACCOUNTS)} (or None)")
-    for hook in ("compute", "prepare", "fit_for_labels", "check", "check_environment", "card", "prepared_record",
-                 "prepared_markdown"):
+    for hook in ("compute", "prepare", "fit_for_labels", "check", "check_environment", "card", "prepared_record"):
         value = getattr(arm, hook)
         if (hook == "compute" or value is not None) and not callable(value):
             raise ValueError(f"credit arm {arm.name!r}: {hook} must be a function, got {value!r}")

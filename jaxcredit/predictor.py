@@ -1,6 +1,6 @@
 """The offline action-value predictor: one fixed dataset of Monte Carlo labels, one model fitted once.
 
-The `predictor` credit arm (`jaxcredit.credit_arms`) follows the study's design: before training,
+The `predictor` credit arm (`jaxcredit.arms.predictor`) follows the study's design: before training,
 it collects states visited by the initial policy π₀ on training problems, labels EVERY legal action
 of each state with the mean return of K continuations (the first action forced, π₀ after it), fits
 a model of `Q(s, a)` to those labels, and freezes it. During training the model's predictions are
@@ -12,6 +12,8 @@ account.
 - `build_dataset`: the `PredictorData` of those states and their cost (`Counts`).
 - `fit_predictor`: full-batch Adam on the squared error over the labelled (state, legal action) pairs.
 - `predicted_action_values`: the model's `Q̂(s, ·)` (0 on illegal actions).
+- `prepare_predictor`: all of it, once: the dataset, the fitted model and its summary (`scored_problems`:
+  the held-out problems it is scored on).
 - `heldout_accuracy`: the predicted advantage `Q̂(s, a) − Σ_b π₀(b|s) Q̂(s, b)` against the exact
   `Q^π₀(s, a) − V^π₀(s)` (`solver_values.reference_values`) on states of held-out problems:
   Pearson correlation and sign agreement, with the number of pairs.
@@ -20,15 +22,18 @@ The model is any `PolicyFn`-shaped function whose output on legal actions is rea
 credit arm uses a fresh copy of the policy Transformer, `jaxcredit.policy`, whose zero-initialised
 action head predicts 0 everywhere before fitting).
 
-Shape letters: N states, A actions, L observation length, K continuations, E held-out states.
+Shape letters: N states, A actions, L observation length, K continuations, E held-out states,
+V validation problems.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxcredit.afterstate import input_steps_per_state, policy_observations
 from jaxcredit.env import Environment, State
@@ -154,3 +159,47 @@ def heldout_accuracy(env: Environment, policy_fn: PolicyFn, params: Any, q_fn: P
         "q_pearson": _pearson(q_hat, q_exact, weight),
         "q_rmse": jnp.sqrt(jnp.sum(weight * (q_hat - q_exact) ** 2) / jnp.maximum(pairs, 1.0)),
     }
+
+
+def scored_problems(validation_problems: Any, *, eval_states: int):
+    """The `eval_states` problems (leaves `[E, ...]`) the predictor is scored on: the validation
+    set's (leaves `[V, ...]`, host arrays), repeated in order if it is smaller; None when 0 are
+    asked for or there is no validation set."""
+    if eval_states == 0 or validation_problems is None:
+        return None
+    size = jax.tree_util.tree_leaves(validation_problems)[0].shape[0]
+    index = np.arange(eval_states) % size  # static: the validation set's leaves are host (NumPy) arrays
+    return jax.tree_util.tree_map(lambda x: jnp.asarray(x[index]), validation_problems)
+
+
+def prepare_predictor(env: Environment, policy_fn: PolicyFn, params: Any, network: Any, key: jax.Array,
+                      draw_problem: Callable[[jax.Array], Any], *, num_states: int, num_continuations: int,
+                      steps: int, learning_rate: float, heldout_problems: Any = None,
+                      sharding: Any = None) -> tuple[dict, Counts]:
+    """`(state, counts)`: the predictor's dataset and model, once. `num_states` training problems
+    (`draw_problem(key)`), one state each visited by the labelling policy (`policy_fn`, `params`),
+    every legal action labelled by `num_continuations` continuations (`build_dataset`), then `steps`
+    Adam steps (`learning_rate`) fitting `network` (a `PolicyFunctions`: `init_fn`, `policy_fn`);
+    consumes `key`. `state` is `{"params": the model's, "labelling_params": params, "summary":
+    float32 scalars}`; with `heldout_problems` (leaves `[E, ...]`, e.g. from `scored_problems`) the
+    summary holds `heldout_accuracy` on them too, their episodes visited in the same rollout and not
+    charged. `counts` is the dataset's work: its episodes and its continuations."""
+    init_key, problem_key, visit_key, data_key = jax.random.split(key, 4)
+    problems = jax.vmap(draw_problem)(jax.random.split(problem_key, num_states))
+    if heldout_problems is not None:  # one rollout visits both; only the dataset's episodes are charged
+        problems = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b]), problems, heldout_problems)
+    states, visits = visited_states(env, policy_fn, params, problems, visit_key)
+    dataset, heldout = (jax.tree_util.tree_map(lambda x: x[:num_states], states),
+                        jax.tree_util.tree_map(lambda x: x[num_states:], states))
+    data, counts = build_dataset(env, policy_fn, params, dataset, data_key, num_continuations=num_continuations,
+                                 sharding=sharding)
+    counts = counts + jax.tree_util.tree_map(lambda x: jnp.sum(x[:num_states], dtype=jnp.int32), visits)
+    q_params, losses = fit_predictor(network.policy_fn, network.init_fn(init_key), data, steps=steps,
+                                     learning_rate=learning_rate)
+    summary = {"dataset_states": jnp.asarray(num_states, jnp.float32),
+               "dataset_pairs": data.valid.sum().astype(jnp.float32),
+               "fit_loss_first": losses[0], "fit_loss_last": losses[-1]}
+    if heldout_problems is not None:
+        summary.update(heldout_accuracy(env, policy_fn, params, network.policy_fn, q_params, heldout_problems,
+                                        heldout))
+    return {"params": q_params, "labelling_params": params, "summary": summary}, counts

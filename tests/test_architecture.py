@@ -53,7 +53,7 @@ def _layer_of(module: str) -> str | None:
 def test_each_layer_imports_only_the_layers_below_it(folder):
     own, allowed = LAYERS[folder]
     allowed = allowed | {own, "jaxcredit"}
-    files = sorted((ROOT / folder).glob("*.py"))
+    files = sorted((ROOT / folder).rglob("*.py"))  # subpackages too (jaxcredit/arms/)
     if folder != "agents":
         assert files, f"no Python files in {folder}/"
     violations = []
@@ -80,13 +80,14 @@ def test_the_checker_sees_lazy_imports(tmp_path):
 # the arm should answer (a hook of `jaxcredit.CreditArm`).
 NAME_BRANCH = re.compile(r"""\.name\s*[!=]=\s*['"]|\benv\.name\s*[!=]=|['"]\s*[!=]=\s*[\w.]*\.name\b""")
 CREDIT_BRANCH = re.compile(r"""\bcredit\b['"]?\)?\s*[!=]=\s*['"]|['"]\s*[!=]=\s*[\w.]*\bcredit\b""")
-ARM_FILES = {ROOT / "jaxcredit" / "credit_arms.py", ROOT / "jaxcredit" / "arm_registry.py"}
+ARM_FILES = {ROOT / "jaxcredit" / "credit_arms.py", ROOT / "jaxcredit" / "arm_registry.py",
+             *(ROOT / "jaxcredit" / "arms").glob("*.py")}
 
 
 def _branches(pattern: re.Pattern, skip) -> list[str]:
     found = []
     for folder in sorted(LAYERS):
-        for path in sorted((ROOT / folder).glob("*.py")):
+        for path in sorted((ROOT / folder).rglob("*.py")):
             if not skip(path):
                 found += [f"{path.relative_to(ROOT)}:{i}: {line.strip()}"
                           for i, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]

@@ -1,6 +1,6 @@
 """Reports' sections on an arm's record of its work before training (`jaxcredit.analysis.prepared`):
-a registered arm's `prepared_markdown` renders each run's `prepared_file` under the arm's
-`prepared_title`; a run of an arm that is not registered, or without the file, adds nothing. No training.
+the view of a registered arm's `prepared_file` renders each run's file under the view's title;
+a run of an arm that is not registered, or without the file, adds nothing. No training.
 """
 
 import json
