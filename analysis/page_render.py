@@ -394,7 +394,7 @@ def _family_lines(families: dict, family_curves: dict) -> list:
     return lines
 
 
-def reference_greedy_lines(record: dict | None, success: dict | None = None) -> list:
+def reference_greedy_lines(record: dict | None, success: dict) -> list:
     """Markdown: greedy play on the uniform reference's exact values per evaluation family, from
     `SWEEP/reference/greedy.json` (`jaxcredit greedy`) and its shares won with their intervals
     (`analysis.page_measures.greedy_success`); nothing without the record."""
