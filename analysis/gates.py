@@ -39,6 +39,11 @@ def _matches(record: dict, rung: dict) -> bool:
     return all(mine.get(key) == value for key, value in rung.items())
 
 
+def has_gate(spec: dict) -> bool:
+    """Whether a sweep's page has a learnability gate: a sweep on arithmetic."""
+    return spec.get("base", {}).get("env") == "arithmetic"
+
+
 def gate_status(spec: dict, gates: dict) -> str:
     """`passed`, `failed` or `not run` for the study's own rung (see the module docstring)."""
     rung = study_rung(spec)
@@ -58,7 +63,7 @@ def _rung_text(rung: dict) -> str:
 def gate_lines(spec: dict, gates: dict, *, link: str, duration_text) -> list:
     """Markdown: the gate's one-line result, then every rung's result and cost (nothing for a
     sweep that is not on arithmetic). Links go to `{link}gates/<name>.json`."""
-    if spec.get("base", {}).get("env") != "arithmetic":
+    if not has_gate(spec):
         return []
     status = gate_status(spec, gates)
     rung = _rung_text(study_rung(spec))

@@ -25,70 +25,83 @@ The reading of the numbers cannot be generated: the page keeps the hand-written 
 `READING_START` and `READING_END` from the page it replaces (a placeholder when there is none).
 Regeneration is deterministic: the same sweep directory and page give the same bytes (nothing
 of the regeneration itself, such as its date, is written).
+
+This module is the pages' only input and output: it reads the sweep directory into a
+`SweepRecord`, draws the plots, copies the audits, gate records and the record, and writes the
+page. What the page shows is computed from the records in `analysis.page_measures` and written as
+Markdown in `analysis.page_render`, neither of which touches a file.
 """
 
 from __future__ import annotations
 
-import datetime
 import glob
 import os
-import re
 import shutil
 
-import numpy as np
-
 from jaxcredit import rundir_io
-from jaxcredit.analysis.card import cards_for_sweep, cards_markdown
-from jaxcredit.analysis.classes import format_class_table
-from jaxcredit.analysis.compare import compare_sweep
-from jaxcredit.analysis.families import family_comparisons
-from jaxcredit.analysis.findings import findings_lines, not_shown_lines
-from jaxcredit.analysis.gates import FAILED, GATES_DIR, gate_lines, gate_status, read_gates
+from jaxcredit.analysis.card import cards_for_sweep
+from jaxcredit.analysis.gates import GATES_DIR, read_gates
+from jaxcredit.analysis.page_measures import TUNE_REGIME as TUNE_DIR
+from jaxcredit.analysis.page_measures import (
+    CellTiming,
+    PageMeasures,
+    SweepRecord,
+    behaviour_comparisons,
+    cell_behaviour,
+    cell_spend,
+    compares_arms,
+    first_reach,
+    ledger_accounts,
+    page_measures,
+    start_behaviour,
+    summary_record,
+    threshold_comparisons,
+    timing_regimes,
+    timing_summary,
+)
+from jaxcredit.analysis.page_render import (
+    READING_END,
+    READING_PLACEHOLDER,
+    READING_START,
+    RECORD,
+    UNTRAINED,
+    PageParts,
+    duration_text,
+    page_markdown,
+    reading_of,
+    reference_greedy_lines,
+    tuning_lines,
+)
+from jaxcredit.analysis.page_render import _cells_by_machine as _cells_by_machine
+from jaxcredit.analysis.page_render import _header_rows as _header_rows
+from jaxcredit.analysis.page_render import _program_text as _program_text
 from jaxcredit.analysis.prepared import prepared_sections
-from jaxcredit.analysis.report import (
-    _write,
-    _write_json,
-    audit_markdown_summary,
-    curve_plots,
-    markdown_links,
-    regime_curve_runs,
-)
-from jaxcredit.analysis.rundirs import (
-    kind_of,
-    policy_eval_flops_of,
-    read_json,
-    read_jsonl,
-    read_sweep_spec,
-    seed_measures,
-    sweep_cells,
-    sweep_credits,
-    sweep_regimes,
-)
-from jaxcredit.comparison import arm_environments, comparison_pairs, flops_text, format_paired_table
-from jaxcredit.ledger import ACCOUNTS
+from jaxcredit.analysis.report import _write, _write_json, curve_plots, markdown_links, regime_curve_runs
+from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, read_sweep_spec, sweep_cells
 from jaxcredit.output_dirs import check_kind, published
-from jaxcredit.overrides import overrides_text
 from jaxcredit.rundir_io import (
     check_strict_file,
     check_writable_dir,
     is_finished,
     is_leftover,
     make_dirs,
-    regime_meaning,
     write_json_atomic,
 )
-from jaxcredit.stats import paired_t, wilson_interval
 from jaxcredit.timing import read_timing
 
+__all__ = [  # the measures and rendering names are re-exported: callers import them from here
+    "DEFAULT_THRESHOLD", "READING_END", "READING_PLACEHOLDER", "READING_START", "RECORD", "RECORD_META",
+    "UNTRAINED", "behaviour_comparisons", "cell_behaviour", "cell_spend", "copy_record", "duration_text",
+    "first_reach", "read_cell_timings", "read_sweep_record", "reading_block", "reference_greedy_lines",
+    "results_page", "start_behaviour", "sweep_timing", "threshold_comparisons", "tuning_lines",
+    "write_results_page"]
+_accounts = ledger_accounts  # its earlier name, which callers import
+
 REFERENCE_GREEDY = os.path.join("reference", "greedy.json")  # written by `jaxcredit greedy`
-READING_START, READING_END = "<!-- reading -->", "<!-- /reading -->"
-READING_PLACEHOLDER = ("_No reading yet. Write one paragraph here, between the reading markers, on what the numbers "
-                       "do and do not show; `jaxcredit report --page` keeps it when it regenerates the page._")
 DEFAULT_THRESHOLD = 0.9
-RECORD, RECORD_META = "record", "page.json"
-TUNE_DIR, TUNING_RECORD = "tune", "tuning.json"  # a tuned sweep's tuning runs and their record
+RECORD_META = "page.json"
+TUNING_RECORD = "tuning.json"  # a tuned sweep's record of its tuning runs (under `tune/`)
 _RECORD_SKIP = ("checkpoints", "policies")  # large and not read by the page
-_TIME = "%Y-%m-%dT%H:%M:%SZ"
 
 
 def reading_block(page: str) -> str | None:
@@ -97,18 +110,7 @@ def reading_block(page: str) -> str | None:
     if not os.path.exists(page):
         return None
     with open(page) as f:
-        found = re.search(re.escape(READING_START) + r"\n(.*?)\n?" + re.escape(READING_END), f.read(), flags=re.S)
-    text = found.group(1) if found else ""
-    return text if text.strip() and text.strip() != READING_PLACEHOLDER else None
-
-
-def duration_text(seconds: float) -> str:
-    """`"1h02m05s"`, `"12m03s"` or `"45.2s"`."""
-    whole = int(round(seconds))
-    if whole < 60:
-        return f"{seconds:.1f}s"
-    hours, rest = divmod(whole, 3600)
-    return (f"{hours}h" if hours else "") + f"{rest // 60:02d}m{rest % 60:02d}s"
+        return reading_of(f.read())
 
 
 # ----- reading the sweep's records ---------------------------------------------------------------
@@ -128,528 +130,37 @@ def _cell_runs(path: str, regimes: list) -> dict:
     return out
 
 
-def _segment_seconds(run: str) -> float:
-    """Seconds of the run's training segments and evaluations (`segment_seconds` of its metrics rows)."""
+def _metrics(run: str) -> list:
     path = os.path.join(run, "metrics.jsonl")
-    per_eval: dict = {}
-    for row in read_jsonl(path) if os.path.exists(path) else []:
-        per_eval[row["eval_index"]] = max(per_eval.get(row["eval_index"], 0.0), float(row.get("segment_seconds", 0.0)))
-    return float(sum(per_eval.values()))
+    return read_jsonl(path) if os.path.exists(path) else []
+
+
+def read_cell_timings(path: str, regimes: list) -> dict:
+    """`{"<regime>/<name>": CellTiming}` of every run the sweep at `path` started in `regimes`."""
+    return {name: CellTiming(read_timing(run), _metrics(run), is_finished(run))
+            for name, run in _cell_runs(path, regimes).items()}
 
 
 def sweep_timing(path: str, regimes: list) -> dict:
-    """Wall time per cell and regime, dates, machines, programs and load, from the cells' `timing.json`.
-
-    `programs` (`[{"version", "source"}]`, the jaxcredit that ran the cells: `jaxcredit.program`) and
-    `unrecorded_program_cells` are present only when some session records its program (since
-    2026-12-04), so older sweeps' records are unchanged; each cell names its programs' indices
-    (`programs`) when the cells ran under more than one."""
-    cells, machines, loads, starts, ends, ran_on = {}, [], [], [], [], {}
-    programs, ran_under = [], {}
-    for name, run in _cell_runs(path, regimes).items():
-        entries = read_timing(run)  # one entry per start of the cell's run: the first, then each resume
-        cell = {"starts": len(entries), "segment_seconds": round(_segment_seconds(run), 3),
-                "finished": is_finished(run)}
-        if entries:
-            cell["wall_seconds"] = round(sum(float(s["wall_seconds"]) for s in entries), 3)
-            for s in entries:
-                begun = datetime.datetime.strptime(s["started"], _TIME)
-                starts.append(begun)
-                ends.append(begun + datetime.timedelta(seconds=float(s["wall_seconds"])))
-                loads += [x for key in ("start", "end") for x in s.get("load_average", {}).get(key, [])[:1]]
-                if s.get("machine") and s["machine"] not in machines:
-                    machines.append(s["machine"])
-            ran_on[name] = sorted({machines.index(s["machine"]) for s in entries if s.get("machine")})
-            mine = [{"version": s["program"]["version"], "source": s["program"]["source"]}
-                    for s in entries if s.get("program")]
-            programs += [p for p in mine if p not in programs]
-            ran_under[name] = (sorted({programs.index(p) for p in mine}), len(mine) < len(entries))
-        cells[name] = cell
-    if len(machines) > 1:  # which machine ran each cell: recorded only when the cells ran on several
-        for name, indices in ran_on.items():
-            if indices:
-                cells[name]["machines"] = indices
-    if len(programs) > 1:
-        for name, (indices, _) in ran_under.items():
-            if indices:
-                cells[name]["programs"] = indices
-    regime_totals = {}
-    for regime in regimes:
-        mine = [c for name, c in cells.items() if name.split("/")[0] == regime]
-        regime_totals[regime] = {"cells": len(mine), "recorded_cells": sum("wall_seconds" in c for c in mine),
-                                 "unfinished_recorded_cells": sum("wall_seconds" in c and not c["finished"]
-                                                                  for c in mine),
-                                 "wall_seconds": round(sum(c.get("wall_seconds", 0.0) for c in mine), 3),
-                                 "segment_seconds": round(sum(c["segment_seconds"] for c in mine), 3)}
-    return {"cells": cells, "regimes": regime_totals, "machines": machines,
-            "recorded_cells": sum("wall_seconds" in c for c in cells.values()),
-            "unfinished_recorded_cells": sum("wall_seconds" in c and not c["finished"] for c in cells.values()),
-            "wall_seconds": round(sum(c.get("wall_seconds", 0.0) for c in cells.values()), 3),
-            "first_started": min(starts).strftime(_TIME) if starts else None,
-            "last_ended": max(ends).strftime(_TIME) if ends else None,
-            "load_average_1min": [min(loads), max(loads)] if loads else None,
-            **({"programs": programs, "unrecorded_program_cells": sorted(n for n, (_, gap) in ran_under.items() if gap)}
-               if programs else {})}
+    """`analysis.page_measures.timing_summary` of the sweep at `path`: wall time per cell and
+    regime, dates, machines, programs and load, from the cells' `timing.json`."""
+    return timing_summary(read_cell_timings(path, regimes), regimes)
 
 
-def first_reach(rows: list, threshold: float) -> dict:
-    """Per seed, the first evaluation whose greedy success is at least `threshold`: `{"seeds",
-    "reached" [N] bool, "main_episodes", "total_env_steps" [N] (NaN where not reached)}`."""
-    seeds = sorted({r["seed_index"] for r in rows})
-    out = {"seeds": seeds, "reached": [], "main_episodes": [], "total_env_steps": []}
-    for seed in seeds:
-        mine = sorted((r for r in rows if r["seed_index"] == seed), key=lambda r: r["eval_index"])
-        hit = next((r for r in mine if r["success_greedy"] >= threshold), None)
-        out["reached"].append(hit is not None)
-        for key in ("main_episodes", "total_env_steps"):
-            out[key].append(float("nan") if hit is None else float(hit.get(key, 0)))
-    return out
-
-
-def _accounts(rows_by_cell: dict) -> list:
-    """The ledger accounts with counters in the rows: `ACCOUNTS` first, then any other with a nonzero
-    count, sorted (`afterstate` only where an afterstate policy ran)."""
-    found = {key[: -len("_env_steps")] for rows in rows_by_cell.values() for row in rows for key in row
-             if key.endswith("_env_steps") and key not in ("total_env_steps", "last_iteration_env_steps")
-             and (key[: -len("_env_steps")] in ACCOUNTS or row[key])}
-    return list(ACCOUNTS) + sorted(found - set(ACCOUNTS))
-
-
-def _seed_rows(rows: list, *, first: bool = False) -> dict:
-    """`{seed_index: row}`: each seed's row at its last evaluation (`first`: at its first)."""
-    out = {}
-    for row in rows:
-        held = out.get(row["seed_index"])
-        step = 0 if held is None else row["eval_index"] - held["eval_index"]
-        if held is None or (step < 0 if first else step > 0):
-            out[row["seed_index"]] = row
-    return out
-
-
-def start_behaviour(spec: dict, cells: dict, rows: dict) -> dict:
-    """`{label: cell_behaviour(first=True)}`: how the untrained policy acts, once per environment
-    of the sweep's arms (`arm_environments`; its arms start from the same parameters on the same
-    problems), read from the first regime's first such cell; the label names that cell and the
-    others on its environment. `{}` when no cell has action rates."""
-    if not cells:
-        return {}
-    regime, runs = next(iter(cells.items()))
-    environments = arm_environments(spec.get("base", {}), spec.get("arms", {}))
-    groups: dict = {}
-    for name in runs:
-        groups.setdefault(environments.get(name, name), []).append(name)
-    out = {}
-    for names in groups.values():
-        b = cell_behaviour(rows[f"{regime}/{names[0]}"], first=True)
-        if b:
-            others = f" (the same as {', '.join(names[1:])})" if names[1:] else ""
-            out[f"{regime}/{names[0]}{others}"] = b
-    return out
-
-
-def cell_behaviour(rows: list, *, first: bool = False) -> dict:
-    """Means over seeds, at each seed's last evaluation (`first`: its first, the untrained policy),
-    of how the policy acts in the sampled evaluation episodes: `action_rate/<type>` (share of live
-    steps choosing each action type; the mean over families, not the per-family keys),
-    `episode_length` and `success_sampled`. Keys the rows lack are left out (`{}` for rows without
-    them); `seeds` is n, the seeds averaged."""
-    last = list(_seed_rows(rows, first=first).values())
-    keys = [k for k in (last[0] if last else {}) if k.startswith("action_rate/") and k.count("/") == 1]
-    keys += [k for k in ("episode_length", "success_sampled") if last and k in last[0]]
-    means = {key: float(np.mean([float(r[key]) for r in last])) for key in keys}
-    return {"seeds": len(last), **means} if means else {}
-
-
-def _paired_cells(pairs: list, lookup):
-    """`(pair, arm_value, reference_value)` for each pair with a reference cell whose two cells
-    `lookup(cell)` finds (a value that is not None or empty)."""
-    for pair in pairs:
-        if pair.reference_cell is None:
-            continue
-        arm, ref = lookup(pair.arm_cell), lookup(pair.reference_cell)
-        if arm and ref:
-            yield pair, arm, ref
-
-
-def behaviour_comparisons(pairs: list, rows: dict) -> dict:
-    """Per regime, per compared pair (`"arm vs reference"`), the paired difference arm − reference
-    of every `cell_behaviour` key both cells record (episode length, each action rate, sampled
-    success) at each seed's last evaluation, seeds paired by index: `{regime: {pair: {key:
-    jaxcredit.stats.paired_t(...)}}}`. `rows`: `{"regime/cell": metrics rows}`; pairs whose cells
-    are not both in `rows` (or have no common seed) are left out."""
-    out: dict = {}
-    for pair, arm_rows, ref_rows in _paired_cells(pairs, lambda cell: rows.get("/".join(cell))):
-        arm_last, ref_last = _seed_rows(arm_rows), _seed_rows(ref_rows)
-        seeds = sorted(set(arm_last) & set(ref_last))
-        keys = [k for k in cell_behaviour(arm_rows) if k != "seeds" and seeds and k in ref_last[seeds[0]]]
-        if not keys:
-            continue
-        out.setdefault(pair.regime, {})[f"{pair.arm} vs {pair.reference}"] = {
-            key: paired_t([float(arm_last[s][key]) for s in seeds], [float(ref_last[s][key]) for s in seeds])
-            for key in keys}
-    return out
-
-
-def threshold_comparisons(pairs: list, reach: dict) -> dict:
-    """Per regime, per compared pair (`"arm vs reference"`), the paired difference arm − reference of
-    the cost spent by the first evaluation at the threshold (`first_reach`: main attempts and total
-    env steps), over the seeds both cells reached it with, seeds paired by index: `{regime: {pair:
-    {"arm_reached", "reference_reached", "seeds": int, "main_episodes", "total_env_steps":
-    jaxcredit.stats.paired_t(...) or None}}}` (None where fewer than one seed reached it on both
-    sides). `reach`: `{regime: {cell: first_reach(...)}}`; pairs whose cells are not both there
-    are left out."""
-    out: dict = {}
-    for pair, arm, ref in _paired_cells(pairs, lambda cell: reach.get(cell[0], {}).get(cell[1])):
-        arm_at, ref_at = ({seed: i for i, seed in enumerate(r["seeds"])} for r in (arm, ref))
-        both = [s for s in arm_at if s in ref_at and arm["reached"][arm_at[s]] and ref["reached"][ref_at[s]]]
-        entry = {"arm_reached": int(sum(arm["reached"])), "reference_reached": int(sum(ref["reached"])),
-                 "seeds": len(set(arm_at) & set(ref_at))}
-        for key in ("main_episodes", "total_env_steps"):
-            entry[key] = paired_t([arm[key][arm_at[s]] for s in both], [ref[key][ref_at[s]] for s in both]) \
-                if both else None
-        out.setdefault(pair.regime, {})[f"{pair.arm} vs {pair.reference}"] = entry
-    return out
-
-
-def cell_spend(rows: list, accounts: list, *, policy_eval_flops: int | None = None) -> dict:
-    """Means over seeds, at each seed's last evaluation, of the main attempts, total env steps, total
-    policy evaluations and each account's env steps and policy evaluations (`<account>_env_steps`,
-    `<account>_policy_evals`); with `policy_eval_flops` (one evaluation's FLOPs,
-    `jaxcredit.policy.policy_eval_flops`), also it and `policy_flops`, the FLOPs of the total."""
-    last = _seed_rows(rows)
-    keys = ["main_episodes", "total_env_steps", "total_policy_evals"] + [
-        f"{a}_{kind}" for a in accounts for kind in ("env_steps", "policy_evals")]
-    spend = {key: float(np.mean([float(r.get(key, 0)) for r in last.values()])) for key in keys}
-    if policy_eval_flops is not None:
-        spend["policy_eval_flops"] = int(policy_eval_flops)
-        spend["policy_flops"] = spend["total_policy_evals"] * policy_eval_flops
-    return spend
-
-
-# ----- Markdown -------------------------------------------------------------------------------------
-def _number(x: float, spec: str = ",.0f") -> str:
-    return "n/a" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, spec)
-
-
-def _fields_text(fields: dict) -> str:
-    return "; ".join(f"{k} {v}" if not isinstance(v, dict) else f"{k} " + ", ".join(f"{a}={b}" for a, b in
-                                                                                     sorted(v.items()))
-                     for k, v in sorted(fields.items()))
-
-
-def _cpu_text(machine: dict) -> str:
-    cpu = machine.get("cpu")  # recorded since 2026-12-02
-    return f" ({cpu['model']}; {', '.join(cpu['vector']) or 'no listed vector extensions'})" if cpu else ""
-
-
-def _libraries_text(machine: dict) -> str:
-    libraries = machine.get("libraries")
-    return "; " + ", ".join(f"{name} {version}" for name, version in libraries.items()) if libraries else ""
-
-
-def _cells_by_machine(timing: dict) -> str:
-    """Which machine ran which cells, when cells ran on more than one ("" otherwise): per machine, its
-    cells' count per regime, the cells named where a regime is split between machines."""
-    machines = timing["machines"]
-    if len(machines) < 2:
-        return ""
-    per_regime: dict = {}
-    for name, cell in timing["cells"].items():
-        for index in cell.get("machines", []):
-            per_regime.setdefault(name.split("/")[0], {}).setdefault(index, []).append(name)
-    parts = []
-    for index, m in enumerate(machines):
-        cpu = (m.get("cpu") or {}).get("model", m.get("host", "?"))
-        mine = []
-        for regime, split in per_regime.items():
-            names = split.get(index, [])
-            if names:
-                named = len(split) > 1 and len(names) <= 8  # a regime split between machines: name the few
-                listed = f" ({', '.join(n.split('/', 1)[1] for n in names)})" if named else ""
-                mine.append(f"{regime} {len(names)} cell{'s' if len(names) != 1 else ''}{listed}")
-        parts.append(f"machine {index + 1} ({m.get('host', '?')}, {cpu}): " + ("; ".join(mine) or "no cells"))
-    both = [name for name, cell in timing["cells"].items() if len(cell.get("machines", [])) > 1]
-    resumed = f" ({len(both)} resumed on another machine, counted under each: {', '.join(both)})" if both else ""
-    return " / ".join(parts) + resumed + (". Seeds stay paired across machines (the same initial parameters and "
-                                          "problems); the same seed trains to other numbers on another CPU, so "
-                                          "comparisons across machines rest on the intervals")
-
-
-def _program_text(timing: dict) -> str:
-    """The jaxcredit that ran the cells ("" where no session records it): one program, or each
-    program with its cells, and the cells timed before programs were recorded."""
-    programs = timing.get("programs")
-    if not programs:
-        return ""
-    names = [f"jaxcredit {p['version']}, source `{p['source']}`" for p in programs]
-    unrecorded = timing.get("unrecorded_program_cells", [])
-    gap = (f"; not recorded for {len(unrecorded)} cell{'s' if len(unrecorded) != 1 else ''} timed before "
-           f"programs were recorded ({', '.join(unrecorded)})") if unrecorded else ""
-    if len(programs) == 1:
-        return f"{names[0]} (`jaxcredit.program`: a fingerprint of the package's source){gap}"
-    per = [f"{names[i]}: " + ", ".join(n for n, c in timing["cells"].items() if i in c.get("programs", []))
-           for i in range(len(programs))]
-    return (f"{len(programs)} programs ran these cells, so their numbers come from different code: "
-            + " / ".join(per) + gap)
-
-
-def _header_rows(spec: dict, timing: dict, cells_done: int, expected: list, missing: list) -> list:
-    regimes = sweep_regimes(spec)
-    base = spec.get("base", {})
-    seeds = spec.get("num_seeds") or base.get("num_seeds")
-    if timing["recorded_cells"]:
-        def unfinished(t):  # a recorded cell without its summary: stopped or still running, its time so far
-            n = t.get("unfinished_recorded_cells", 0)
-            return f"; {n} not finished, {'its' if n == 1 else 'their'} time so far" if n else ""
-
-        per_regime = "; ".join(f"{r} {duration_text(t['wall_seconds'])} ({t['recorded_cells']} of {t['cells']} cells "
-                               f"recorded{unfinished(t)})" for r, t in timing["regimes"].items())
-        run_time = (f"{duration_text(timing['wall_seconds'])} in all (the sum of the cells' wall times, each from "
-                    f"start to summary, resumes included): {per_regime}")
-        last = "last recorded time of a cell" if timing.get("unfinished_recorded_cells") else "last cell ended"
-        dates = f"{timing['first_started']} to {timing['last_ended']} (UTC; first cell started, {last})"
-    else:
-        run_time = "not recorded (the sweep predates `timing.json`)"
-        dates = "not recorded"
-    segments = "; ".join(f"{r} {duration_text(t['segment_seconds'])}" for r, t in timing["regimes"].items())
-    run_time += f". Training segments and evaluations alone (metrics' `segment_seconds`): {segments}"
-    machine = "not recorded"
-    if timing["machines"]:
-        machine = "; ".join(f"{m['host']}: {m['platform']}, {m['cpus']} CPU(s) usable{_cpu_text(m)}, Python "
-                            f"{m['python']}, JAX {m['jax_version']} on {m['jax_backend']} ({m['devices']})"
-                            f"{_libraries_text(m)}" for m in timing["machines"])
-        if timing["load_average_1min"]:
-            low, high = timing["load_average_1min"]
-            machine += f"; 1-minute load average at the cells' starts and ends: {low:g} to {high:g}"
-    by_machine, program = _cells_by_machine(timing), _program_text(timing)
-    budgets = "; ".join(f"{r}: {spec['budgets'][r]:,} {'main attempts' if r == 'attempts' else 'total env steps'} "
-                        "per run" if r in spec.get("budgets", {}) else f"{r}: {regime_meaning(r)}" for r in regimes)
-    arms = spec.get("arms", {})
-    size = (f"{seeds} paired seeds; {len(arms)} arms; base: {_fields_text(base)}; budgets: {budgets}")
-    cells = f"{cells_done} finished of {len(expected)}"
-    if missing:
-        cells += " (not in the tables: " + ", ".join(missing) + ")"
-    return ["| | |", "| --- | --- |", f"| sweep | `{spec.get('name', '?')}`: {spec.get('description', '')} |",
-            f"| measured run time | {run_time} |", f"| machine | {machine} |",
-            *([f"| machine by cell | {by_machine} |"] if by_machine else []),
-            *([f"| program | {program} |"] if program else []), f"| date | {dates} |",
-            f"| study size | {size} |", f"| cells | {cells} |", "",
-            "Arms: " + "; ".join(f"`{arm}` ({_fields_text(arms[arm])})" for arm in sweep_credits(spec)) + ".", ""]
-
-
-def _cell_time_lines(timing: dict) -> list:
-    """A `### Run time per cell` table of the cells with time on record (none: no lines): wall time
-    from start to summary with its starts (the first and each resume), the training segments and
-    evaluations alone, the machines (when the cells ran on several) and whether it finished."""
-    timed = {name: c for name, c in timing["cells"].items() if "wall_seconds" in c}
-    if not timed:
-        return []
-    several = len(timing["machines"]) > 1
-    lines = ["### Run time per cell", "",
-             "Wall time from the cell's start to its summary, resumes included (starts: the first and each "
-             "resume); training segments and evaluations alone (metrics' `segment_seconds`)"
-             + ("; machine: as numbered in the machine rows above" if several else "") + ".", "",
-             "| cell | wall time | starts | training segments and evaluations |" + (" machine |" if several else "")
-             + " finished |",
-             "| --- | --- | --- | --- |" + (" --- |" if several else "") + " --- |"]
-    for name, c in timed.items():
-        machine = (" " + ", ".join(str(i + 1) for i in c.get("machines", [])) + " |") if several else ""
-        lines.append(f"| {name} | {duration_text(c['wall_seconds'])} | {c['starts']} | "
-                     f"{duration_text(c['segment_seconds'])} |{machine} {'yes' if c['finished'] else 'no'} |")
-    return lines + [""]
-
-
-def _threshold_lines(reach: dict, threshold: float) -> list:
-    lines = ["## Time to a success threshold", "",
-             f"The first evaluation at which a seed's greedy success reached {threshold:g}: the cost spent by then, "
-             "mean over the seeds that reached it (at the resolution of the evaluations; not interpolated).", ""]
-    for regime, cells in reach.items():
-        lines += [f"### Regime: {regime}", "", "| cell | seeds reaching | main attempts | total env steps |",
-                  "| --- | --- | --- | --- |"]
-        for cell, r in cells.items():
-            hit = [i for i, ok in enumerate(r["reached"]) if ok]
-            mean = {k: float(np.mean([r[k][i] for i in hit])) if hit else float("nan")
-                    for k in ("main_episodes", "total_env_steps")}
-            lines.append(f"| {cell} | {len(hit)}/{len(r['seeds'])} | {_number(mean['main_episodes'])} | "
-                         f"{_number(mean['total_env_steps'])} |")
-        lines.append("")
-    return lines
-
-
-def _threshold_difference_lines(differences: dict, threshold: float) -> list:
-    """Per regime, the paired differences of `threshold_comparisons` (nothing when there are none)."""
-    if not differences:
-        return []
-    lines = ["### Paired differences in time to the threshold", "",
-             f"Arm − reference in the cost spent by the first evaluation at greedy success {threshold:g}, over the "
-             "seeds that reached it in both cells (seeds paired as in the tables above), mean with its 95% paired "
-             "Student-t interval; a negative difference means the arm got there sooner. Seeds that never reached "
-             "it are left out, so read the reached counts beside the interval.", ""]
-    for regime, pairs in differences.items():
-        lines += [f"#### Regime: {regime}", "",
-                  "| arm vs reference | reached (arm / reference of n) | main attempts | total env steps |",
-                  "| --- | --- | --- | --- |"]
-        for name, d in pairs.items():
-            values = [_signed_interval(d[k], ",.0f") if d[k] is not None else "n/a"
-                      for k in ("main_episodes", "total_env_steps")]
-            lines.append(f"| {name} | {d['arm_reached']} / {d['reference_reached']} of {d['seeds']} | "
-                         + " | ".join(values) + " |")
-        lines.append("")
-    return lines
-
-
-def _spend_lines(spend: dict, accounts: list) -> list:
-    lines = ["## Label spend by ledger account", "",
-             "Means over seeds at each run's end. Env steps and policy evaluations per account (`main`: the "
-             "attempts the policy learns from; `label`: continuations or graph enumeration; `critic`: the value "
-             "head's data); label share: the share of total env steps outside `main`. Policy evaluations are "
-             "the network's forward passes (one per sampled action, one per state the exact arms evaluate); "
-             "FLOPs: total policy evaluations x one evaluation's matrix-product FLOPs for the run's network and "
-             "observation length (`jaxcredit.policy.policy_eval_flops`: about 2 x parameters x tokens).", ""]
-    head = " / ".join(accounts)
-    for regime, cells in spend.items():
-        lines += [f"### Regime: {regime}", "",
-                  f"| cell | main attempts | env steps: {head} | total env steps | label share | "
-                  f"policy evals: {head} | total policy evals | FLOPs |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for cell, s in cells.items():
-            share = 1.0 - s["main_env_steps"] / s["total_env_steps"] if s["total_env_steps"] else 0.0
-            steps = " / ".join(_number(s[f"{a}_env_steps"]) for a in accounts)
-            evals = " / ".join(_number(s[f"{a}_policy_evals"]) for a in accounts)
-            flops = flops_text(s["policy_flops"]) if "policy_flops" in s else "n/a"
-            lines.append(f"| {cell} | {_number(s['main_episodes'])} | {steps} | {_number(s['total_env_steps'])} | "
-                         f"{share:.1%} | {evals} | {_number(s['total_policy_evals'])} | {flops} |")
-        lines.append("")
-    return lines
-
-
-def tuning_lines(tune: dict, tuning: dict) -> list:
-    """The equal-tuning section: how every arm was tuned (the grid, seeds, budget, rule) and the
-    tuning table, every arm at every grid point with its validation score and n, the chosen
-    point marked (`tuning`: the sweep's `tuning.json`, `jaxcredit.train.tuning`)."""
-    def axes_text(axes):
-        return " x ".join(f"`{name}` {{{', '.join(str(v) for v in values)}}}" for name, values in axes.items())
-
-    extra = "; ".join(f"for `{arm}` also {axes_text(axes)}" for arm, axes in tune.get("arm_grid", {}).items())
-    seeds = tuning["seeds"]
-    lines = ["## Equal tuning", "",
-             f"Every arm was tuned before the study on the same grid, {axes_text(tune['grid'])}"
-             + (f" ({extra})" if extra else "") + f", at equal attempts: each grid point ran {tuning['num_seeds']} "
-             f"seed(s) ({seeds[0]} to {seeds[-1]}; tuning seeds, not the study's paired seeds) for "
-             f"{tuning['budget']:,} main attempts. Score: the greedy success on the held-out validation set "
-             + ("averaged over the evaluations after the first (the area under the validation curve)"
-                if tuning.get("score") == "area" else "at the last evaluation")
-             + f", mean over the tuning seeds (n). Chosen: {tuning['rule']}. The study's cells ran "
-             "every arm at its chosen point; the tables above are on the evaluation set, not the validation set.", "",
-             "| arm | point | setting | validation success (mean) | per seed | n | chosen |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
-    for arm, entry in tuning["arms"].items():
-        for point in entry["points"]:
-            per_seed = ", ".join(f"{x:.3f}" for x in point["scores"])
-            chosen = "**chosen**" if point["point"] == entry["chosen"] else ""
-            lines.append(f"| {arm} | {point['point']} | {overrides_text(point['overrides'])} | {point['mean']:.3f} | "
-                         f"{per_seed} | {point['n']} | {chosen} |")
-    return lines + [""]
-
-
-def _signed_interval(result: dict, spec: str) -> str:
-    mean = format(result["mean_diff"], "+" + spec)
-    if result["low"] is None:
-        return f"{mean} (n = 1)"
-    return f"{mean} [{format(result['low'], '+' + spec)}, {format(result['high'], '+' + spec)}]"
-
-
-def _behaviour_difference_lines(differences: dict) -> list:
-    """Per regime, the paired differences of `behaviour_comparisons` (nothing when there are none)."""
-    if not differences:
-        return []
-    lines = ["### Paired differences in how they act", "",
-             "Arm − reference per seed at the last evaluation (seeds paired as in the tables above), mean with its "
-             "95% paired Student-t interval: episode length in turns, each action type's share of live steps, "
-             "sampled success.", ""]
-    for regime, pairs in differences.items():
-        keys = list(dict.fromkeys(k for d in pairs.values() for k in d))
-        header = [k.split("/", 1)[1] if k.startswith("action_rate/") else k.replace("_", " ") for k in keys]
-        lines += [f"#### Regime: {regime}", "", "| arm vs reference | n | " + " | ".join(header) + " |",
-                  "| --- | --- |" + " --- |" * len(keys)]
-        for name, d in pairs.items():
-            n = next(iter(d.values()))["num_seeds"]
-            values = [_signed_interval(d[k], ".2f" if k == "episode_length" else ".3f") if k in d else "n/a"
-                      for k in keys]
-            lines.append(f"| {name} | {n} | " + " | ".join(values) + " |")
-        lines.append("")
-    return lines
-
-
-def _behaviour_lines(behaviour: dict, start: dict | None = None) -> list:
-    """Per regime, a table of `cell_behaviour` per cell, then the untrained policy's
-    (`start_behaviour`; nothing when no cell has action rates)."""
-    if not any(b for cells in behaviour.values() for b in cells.values()):
-        return []
-    lines = ["## How the policies act at the last evaluation", "",
-             "Means over the n seeds at each run's last evaluation, from the sampled evaluation episodes (the "
-             "policy's own distribution, every evaluation family together): the share of live steps choosing each "
-             "action type, "
-             "the mean episode length in turns, and sampled success (the tables above use greedy success).", ""]
-    for regime, cells in behaviour.items():
-        keys = list(dict.fromkeys(k for b in cells.values() for k in b if k != "seeds"))
-        if not keys:
-            continue
-        lines += [f"### Regime: {regime}", ""] + _behaviour_table(cells, keys, "cell")
-    if start:
-        keys = list(dict.fromkeys(k for b in start.values() for k in b if k != "seeds"))
-        lines += ["### At the start: the untrained policy", "",
-                  "The same measures at the first evaluation, before any update: every arm on one environment starts "
-                  "from the same parameters on the same problems, so one cell stands for them. A policy whose action "
-                  "head starts at zero is uniform over the legal actions here.", ""]
-        lines += _behaviour_table(start, keys, "first evaluation of")
-    return lines
-
-
-def _behaviour_table(cells: dict, keys: list, first_column: str) -> list:
-    """Markdown: one row of `cell_behaviour` measures `keys` per entry of `cells`, then a blank line."""
-    header = [k.split("/", 1)[1] if k.startswith("action_rate/") else k.replace("_", " ") for k in keys]
-    lines = [f"| {first_column} | n | " + " | ".join(header) + " |", "| --- | --- |" + " --- |" * len(keys)]
-    for cell, b in cells.items():
-        values = [_number(b.get(k), ".2f" if k == "episode_length" else ".3f") for k in keys]
-        lines.append(f"| {cell} | {b.get('seeds', 'n/a')} | " + " | ".join(values) + " |")
-    return lines + [""]
-
-
-def _family_lines(families: dict, cells: dict, files: str, link: str) -> list:
-    """Per evaluation family: the paired comparison on its greedy success and its learning curves
-    (nothing when the runs were evaluated on one family)."""
-    if not families:
-        return []
-    lines = ["## Per evaluation family", "",
-             f"The tables above compare the mean over the {len(families)} evaluation families "
-             f"({', '.join(families)}); here each family on its own held-out problems: the same paired comparison, "
-             "then its learning curves (mean greedy success over seeds; bands: Student-t intervals).", ""]
-    for family, comparison in families.items():
-        lines += [f"### Family: {family}", "", format_paired_table(comparison, heading="####")]
-        for regime, runs in regime_curve_runs(cells).items():
-            lines += curve_plots(files, runs, prefix=f"{regime}-{family}-", title=f"{family}, {regime} regime",
-                                 link_prefix=link, y=f"success_greedy/{family}")
-    return lines
-
-
-def reference_greedy_lines(record: dict | None) -> list:
-    """Markdown: greedy play on the uniform reference's exact values per evaluation family, from
-    `SWEEP/reference/greedy.json` (`jaxcredit greedy`); nothing without the record."""
-    if record is None:
-        return []
-    lines = ["## Greedy play on the uniform reference's exact values (no training)", "",
-             f"On each family's evaluation problems (the cells' own), greedy play on `Q^uniform`: at every turn the "
-             f"first legal action of highest exact value under the uniform policy, {record['max_turns']} turns "
-             "(`jaxcredit greedy`). Solvable: some play wins (`V* > 0` at the start). Intervals: 95% Wilson.", "",
-             "| family | problems | won by greedy play on Q^uniform [95%] | solvable | the uniform policy's own "
-             "success | greedy episode length |", "| --- | --- | --- | --- | --- | --- |"]
-    for family, f in record["families"].items():
-        low, high = wilson_interval(f["won"], f["problems"])
-        share = f"{f['won'] / f['problems']:.3f} [{low:.3f}, {high:.3f}]"
-        lines.append(f"| {family} | {f['problems']} | {f['won']} ({share}) | {f['solvable']} | "
-                     f"{f['uniform_success']:.3f} | {f['mean_turns']:.2f} |")
-    return lines + [""]
+def read_sweep_record(path: str, cells: dict) -> SweepRecord:
+    """The records the page of the sweep at `path` is computed from; `cells` is its finished cells
+    (`sweep_cells(path, finished_only=True)`)."""
+    spec = read_sweep_spec(path)
+    runs = {f"{r}/{name}": run for r, named in cells.items() for name, run in named.items()}
+    gates = read_gates(path)
+    greedy_path = os.path.join(path, REFERENCE_GREEDY)
+    tuned = spec.get("tune") and compares_arms(spec, gates)  # a page that compares no arm shows no tuning
+    return SweepRecord(
+        spec=spec, rows={name: read_jsonl(os.path.join(run, "metrics.jsonl")) for name, run in runs.items()},
+        configs={name: read_json(os.path.join(run, "config.json")) for name, run in runs.items()},
+        timings=read_cell_timings(path, timing_regimes(spec)), gates=gates,
+        greedy=read_json(greedy_path, expect=dict) if os.path.isfile(greedy_path) else None,
+        tuning=read_json(os.path.join(path, TUNING_RECORD)) if tuned else None)
 
 
 def _sweep_paths(path: str) -> list:
@@ -657,39 +168,36 @@ def _sweep_paths(path: str) -> list:
     return sorted({os.path.realpath(path), os.path.abspath(path)})
 
 
-UNTRAINED = "untrained"  # how an audit's `policy` starts when it audits a network before training
-
-
-def _audit_lines(path: str, files: str, link: str, run_dir_text: str, sweep_paths) -> tuple[list, list]:
-    """The audits' sections (an untrained network's first, then the trained policies') and the
-    audits' names; each audit is copied beside the page with its policy named as the page names it."""
-    found = sorted(glob.glob(os.path.join(path, "audits", "*", "audit.json")))
-    trained_header = ["## Audits of the trained policies", ""]
-    if not found:
-        return trained_header + [
-            f"None was run: no `{run_dir_text}/audits/<name>/audit.json`. To add one: `jaxcredit audit "
-            f"--checkpoint {run_dir_text}/attempts/<arm> --out {run_dir_text}/audits/attempts-<arm>`, "
-            "then regenerate the page.", ""], []
-    untrained, trained, names = [], [], []
-    for audit_path in found:
+def _published_audits(path: str, files: str, run_dir_text: str, sweep_paths) -> dict:
+    """`{name: audit}` of `path/audits/<name>/audit.json`, by name, each with its policy named as the
+    page names the sweep (`run_dir_text`) and copied beside the page as `files/audits/<name>.json`."""
+    audits = {}
+    for audit_path in sorted(glob.glob(os.path.join(path, "audits", "*", "audit.json"))):
         name = os.path.basename(os.path.dirname(audit_path))
         audit = read_json(audit_path)
-        policy = str(audit.get("policy", "policy"))
-        for prefix in sweep_paths:  # the sweep's path as the page names it
-            policy = policy.replace(prefix + os.sep, run_dir_text.rstrip("/") + "/")
+        if "policy" in audit:
+            policy = str(audit["policy"])
+            for prefix in sweep_paths:  # the sweep's path as the page names it
+                policy = policy.replace(prefix + os.sep, run_dir_text.rstrip("/") + "/")
+            audit = {**audit, "policy": policy}
         make_dirs(os.path.join(files, "audits"))
-        _write_json(os.path.join(files, "audits", f"{name}.json"), {**audit, "policy": policy} if "policy" in audit
-                    else audit)
-        names.append(name)
-        (untrained if policy.startswith(UNTRAINED) else trained).extend([
-            f"### {name}: {policy} on {audit['env']}", "", f"File: [audits/{name}.json]({link}audits/{name}.json).",
-            "", audit_markdown_summary(audit), format_class_table(audit["classes"])])
-    lines = []
-    if untrained:
-        lines += ["## Audit of the untrained policy", "",
-                  "The same audit of a network before any training (the label-reliability setting of a study "
-                  "that audits before training), beside the trained policies' below.", "", *untrained]
-    return lines + (trained_header + trained if trained else []), names
+        _write_json(os.path.join(files, "audits", f"{name}.json"), audit)
+        audits[name] = audit
+    return audits
+
+
+def _curve_parts(m: PageMeasures, cells: dict, files: str, link: str) -> tuple[dict, dict]:
+    """Draw the page's learning curves into `files/plots/` (only on a page that compares arms):
+    `({regime: image lines}, {family: image lines})`."""
+    if not m.compared:
+        return {}, {}
+    by_regime = regime_curve_runs(cells)
+    family_curves = {family: [line for regime, runs in by_regime.items() for line in curve_plots(
+        files, runs, prefix=f"{regime}-{family}-", title=f"{family}, {regime} regime", link_prefix=link,
+        y=f"success_greedy/{family}")] for family in m.families}
+    curves = {regime: curve_plots(files, runs, prefix=f"{regime}-", title=f"{regime} regime", link_prefix=link)
+              for regime, runs in by_regime.items()}
+    return curves, family_curves
 
 
 def results_page(path: str, page: str, *, command: str, sweep_command: str | None = None,
@@ -699,100 +207,30 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
     (see the module docstring). `command` is the line that regenerates it, shown at its top;
     `record_command` the one that regenerates it from its record (shown when given); `sweep_paths`
     the sweep's absolute paths that audits name (default `path`'s), written as `run_dir_text`."""
-    spec = read_sweep_spec(path)
-    regimes = sweep_regimes(spec)
+    cells = sweep_cells(path, finished_only=True)
+    record = read_sweep_record(path, cells)
+    spec = record.spec
     stem = os.path.basename(page)[: -len(".md")]
     files, link = page[: -len(".md")], f"{stem}/"
     run_dir_text = run_dir_text or path
-    credits = sweep_credits(spec)
-    pairs = comparison_pairs(regimes, credits, spec.get("reference_arm", "outcome"),
-                             environments=arm_environments(spec.get("base", {}), spec.get("arms", {})))
-    expected = list(dict.fromkeys("/".join(c) for p in pairs for c in (p.arm_cell, p.reference_cell) if c))
-    cells = sweep_cells(path, finished_only=True)
-    done = {f"{regime}/{name}" for regime, runs in cells.items() for name in runs}
-    missing = [c for c in expected if c not in done]
-    timing = sweep_timing(path, ([TUNE_DIR] if spec.get("tune") else []) + regimes)
-    comparison = compare_sweep(path, finished_only=True)
-    rows = {f"{r}/{name}": read_jsonl(os.path.join(run, "metrics.jsonl")) for r, runs in cells.items()
-            for name, run in runs.items()}
-    accounts = _accounts(rows)
-    reach = {r: {name: first_reach(rows[f"{r}/{name}"], threshold) for name in runs} for r, runs in cells.items()}
-    spend = {r: {name: cell_spend(rows[f"{r}/{name}"], accounts,
-                                  policy_eval_flops=policy_eval_flops_of(read_json(os.path.join(run, "config.json"))))
-                 for name, run in runs.items()} for r, runs in cells.items()}
-    behaviour = {r: {name: cell_behaviour(rows[f"{r}/{name}"]) for name in runs} for r, runs in cells.items()}
-    start = start_behaviour(spec, cells, rows)
-    made = ["## How this was made", ""]
-    made += [f"Regenerate this page: `{command}`", ""]
-    if sweep_command:
-        made += [f"Run the sweep it reads: `{sweep_command}`", ""]
-    if record_command:
-        made += [f"Or regenerate it from its [record]({link}{RECORD}/) (the sweep's files without checkpoints, "
-                 f"kept beside the page): `{record_command}`", ""]
-    made += _header_rows(spec, timing, len(done), expected, missing)
-    made += [f"Files: [summary.json]({link}summary.json) (every number on this page), "
-             f"[sweep_spec.json]({link}sweep_spec.json), [card.json]({link}card.json).", ""]
-    made += _cell_time_lines(timing)
-    lines = [f"# Results: {spec.get('name', os.path.basename(path))}", "",
-             f"<!-- Generated by `{command}`: edit only between the reading markers, the rest is rewritten. -->", ""]
-    families = family_comparisons(pairs, {tuple(name.split("/", 1)): r for name, r in rows.items()},
-                                  budgets=spec.get("budgets", {}), reference_arm=spec.get("reference_arm", "outcome"))
-    gates = read_gates(path)
-    greedy_path = os.path.join(path, REFERENCE_GREEDY)
-    greedy = read_json(greedy_path, expect=dict) if os.path.isfile(greedy_path) else None
-    for name, record in gates.items():
+    m = page_measures(record, threshold=threshold)
+    for name, gate in record.gates.items():
         make_dirs(os.path.join(files, GATES_DIR))
-        _write_json(os.path.join(files, GATES_DIR, f"{name}.json"), record)
-    gate_block = gate_lines(spec, gates, link=link, duration_text=duration_text)  # arithmetic sweeps only
-    lines += gate_block
-    tuning = None
-    compared = not gate_block or gate_status(spec, gates) != FAILED
-    reached_differences = threshold_comparisons(pairs, reach) if compared else {}
-    if compared:
-        lines += findings_lines(comparison, reached_differences, threshold) + not_shown_lines(comparison, missing)
-    lines += ["## Reading", "", READING_START, reading_block(page) or READING_PLACEHOLDER, READING_END, ""]
-    if compared:
-        lines += ["## Paired comparisons across seeds", "", format_paired_table(comparison, heading="###")]
-        tuning = read_json(os.path.join(path, TUNING_RECORD)) if spec.get("tune") else None
-        if tuning is not None:
-            lines += tuning_lines(spec["tune"], tuning)
-        lines += _family_lines(families, cells, files, link)
-        lines += reference_greedy_lines(greedy)
-        lines += _threshold_lines(reach, threshold)
-        lines += _threshold_difference_lines(reached_differences, threshold)
-        lines += ["## Learning curves", "",
-                  "Mean greedy success over seeds against main attempts and against total environment steps "
-                  "(labels included); bands: Student-t intervals of the mean over seeds (the figure names n).", ""]
-        for regime, runs in regime_curve_runs(cells).items():
-            lines += [f"### Regime: {regime} ({regime_meaning(regime)})", ""]
-            lines += curve_plots(files, runs, prefix=f"{regime}-", title=f"{regime} regime", link_prefix=link)
-    lines += _spend_lines(spend, accounts)
-    lines += _behaviour_lines(behaviour, start)
-    differences = behaviour_comparisons(pairs, rows) if compared else {}
-    lines += _behaviour_difference_lines(differences)
-    lines += prepared_sections({f"{r}/{arm}": run for r, runs in cells.items() for arm, run in runs.items()})
-    audit_lines, audits = _audit_lines(path, files, link, run_dir_text, sweep_paths or _sweep_paths(path))
-    lines += audit_lines
+        _write_json(os.path.join(files, GATES_DIR, f"{name}.json"), gate)
+    curves, family_curves = _curve_parts(m, cells, files, link)
+    audits = _published_audits(path, files, run_dir_text, sweep_paths or _sweep_paths(path))
     cards = cards_for_sweep(spec, path)
     _write_json(os.path.join(files, "card.json"), [card.to_dict() for card in cards])
     _write_json(os.path.join(files, "sweep_spec.json"), spec)
-    lines += ["## CA-ID cards", "", cards_markdown(cards)]
-    lines += made
-    measures = {name: seed_measures(r) for name, r in rows.items()}
-    _write_json(os.path.join(files, "summary.json"), {
-        "sweep": spec.get("name"), "regenerate": command, "threshold": threshold, "timing": timing,
-        "cells": {f"{r}/{cell}": {"measures": measures[f"{r}/{cell}"], "spend": spend[r][cell],
-                                  "threshold": reach[r][cell], "behaviour": behaviour[r][cell]}
-                  for r, cell in (name.split("/", 1) for name in rows)},
-        "not_finished": missing, "comparison": comparison, "audits": audits,
-        **({"tuning": tuning} if tuning is not None else {}),
-        **({"families": families} if families else {}),
-        **({"behaviour_differences": differences} if differences else {}),
-        **({"behaviour_start": start} if start else {}),
-        **({"threshold_differences": reached_differences} if reached_differences else {}),
-        **({"gate": {"status": gate_status(spec, gates), "records": sorted(gates)}} if gate_block else {}),
-        **({"reference_greedy": greedy["families"]} if greedy is not None else {})})
-    return "\n".join(lines).rstrip("\n") + "\n"
+    parts = PageParts(
+        title=spec.get("name", os.path.basename(path)), command=command, sweep_command=sweep_command,
+        record_command=record_command, link=link, run_dir_text=run_dir_text, reading=reading_block(page),
+        curves=curves, family_curves=family_curves,
+        prepared=prepared_sections({f"{r}/{arm}": run for r, runs in cells.items() for arm, run in runs.items()}),
+        audits=audits, cards=cards)
+    text = page_markdown(m, parts)
+    _write_json(os.path.join(files, "summary.json"), summary_record(m, command=command, audits=list(audits)))
+    return text
 
 
 def _check_page_place(sweep_dir: str, files: str, record: str) -> bool:
