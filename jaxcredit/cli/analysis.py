@@ -125,19 +125,11 @@ def add_audit(commands) -> None:
 
 
 def _cmd_snr(args) -> None:
-    from jaxcredit.analysis.snr import (
-        SnrConfig,
-        decision_counts,
-        format_table,
-        plot_ratio,
-        run_snr,
-        tabular_policy,
-    )
-    from jaxcredit.envs import make
-    from jaxcredit.policy import PolicyConfig, make_policy
+    from jaxcredit.analysis.snr import SnrConfig, format_table, run_snr
+    from jaxcredit.analysis.snr_setup import fixed_horizon_setup, snr_environment, write_snr
+    from jaxcredit.policy import PolicyConfig
 
-    if args.env != "routine":
-        raise CommandError(f"snr measures the routine environment, not {args.env!r}")
+    env_name = snr_environment(args.env)
     try:
         densities = tuple(float(x) for x in args.density.split(","))
     except ValueError:
@@ -148,38 +140,18 @@ def _cmd_snr(args) -> None:
     network = PolicyConfig(d_model=args.d_model, num_layers=args.num_layers, num_heads=min(4, args.d_model),
                            mlp_dim=4 * args.d_model)
     if args.decisions:
-        return _snr_fixed_decisions(args, config, network)
+        return _snr_fixed_decisions(args, env_name, config, network)
     if args.seeds > 1:
         raise CommandError("--seeds needs --decisions (the fixed-horizon measurement has one --seed)")
     env_config = dict(horizon=args.horizon or 16, num_choices=args.num_choices, failure=args.failure,
                       survival=args.survival, placement=args.placement, density=1.0, cue=args.cue)
-    if args.checkpoint:
-        from jaxcredit.checkpoint import load_policy_checkpoint
-
-        loaded = load_policy_checkpoint(args.checkpoint, make=make, env_name="routine")
-        policy_fn, params, env = loaded.policy_fn, loaded.params, loaded.env
-        policy = "checkpoint"
-    else:
-        env = make("routine", **env_config)
-        policy = args.policy
-        if policy == "tabular":
-            init_fn, policy_fn = tabular_policy(env)
-        elif policy == "network":
-            init_fn, policy_fn = make_policy(network, env)[:2]
-        else:
-            raise CommandError(f"--policy must be network or tabular, got {policy!r}")
-        decision_counts(densities, env.horizon)  # before the network is built
-        import jax
-
-        params = init_fn(jax.random.key(args.seed))
+    env, policy_fn, params, policy = fixed_horizon_setup(env_name, env_config, checkpoint=args.checkpoint,
+                                                         policy=args.policy, network=network,
+                                                         densities=densities, seed=args.seed)
     summary = run_snr(env, policy_fn, params, config, policy=policy)
     if args.out:
-        from jaxcredit.rundir_io import make_dirs, write_json_atomic
-
-        make_dirs(check_writable_dir(args.out))
-        write_json_atomic(os.path.join(args.out, "snr.json"), summary)
-        summary["plot"] = plot_ratio(summary, os.path.join(args.out, "snr.png"),
-                                     title=f"routine H={env.horizon} C={env.num_choices} {env.failure}, {policy}")
+        title = f"{env.name} H={env.horizon} C={env.num_choices} {env.failure}, {policy}"
+        write_snr(args.out, summary, plot_title=title)
     if args.json:
         print_json(summary)
     else:
@@ -187,39 +159,21 @@ def _cmd_snr(args) -> None:
         print(f"({summary['seconds']} s)" + (f"; wrote {args.out}/snr.json and snr.png" if args.out else ""))
 
 
-def _snr_fixed_decisions(args, config, network) -> None:
+def _snr_fixed_decisions(args, env_name, config, network) -> None:
     """`snr --decisions D`: D decisions at every density, H = D / ρ, over `--seeds` seeds."""
-    from jaxcredit.analysis.snr_decisions import fixed_decision_envs, format_fixed_decisions, run_fixed_decisions
-    from jaxcredit.envs import make
-    from jaxcredit.policy import make_policy, task_sizes
+    from jaxcredit.analysis.snr_decisions import format_fixed_decisions, run_fixed_decisions
+    from jaxcredit.analysis.snr_setup import fixed_decisions_setup, write_snr
 
     if args.horizon:
         raise CommandError("--horizon and --decisions exclude each other: with --decisions the horizon is D / density")
     seeds = list(range(args.seed, args.seed + args.seeds))
     env_config = dict(num_choices=args.num_choices, failure=args.failure, survival=args.survival,
                       placement=args.placement, cue=args.cue)
-    options = {"policy": args.policy}
-    if args.checkpoint:
-        from jaxcredit.checkpoint import load_policy_checkpoint
-
-        loaded = load_policy_checkpoint(args.checkpoint, make=make, env_name="routine")
-        env_config = {**{k: v for k, v in loaded.env.config().items() if k not in ("horizon", "density", "decisions")},
-                      "placement": args.placement}
-        options = {"policy": "checkpoint", "policy_fn": loaded.policy_fn, "params": loaded.params}
-    envs = fixed_decision_envs(decisions=args.decisions, densities=config.densities, **env_config)
-    if args.checkpoint and task_sizes(envs[0]) != task_sizes(loaded.env):
-        raise CommandError(f"checkpoint network reads {task_sizes(loaded.env)}, the fixed-decision grid needs "
-                           f"{task_sizes(envs[0])} (train it with the same decisions, cue and vocab_horizon)")
-    if options["policy"] == "network":
-        options["init_fn"], options["policy_fn"] = make_policy(network, envs[0])[:2]
-    elif options["policy"] not in ("tabular", "checkpoint"):
-        raise CommandError(f"--policy must be network or tabular, got {args.policy!r}")
+    envs, options = fixed_decisions_setup(env_name, env_config, decisions=args.decisions, densities=config.densities,
+                                          checkpoint=args.checkpoint, policy=args.policy, network=network)
     summary = run_fixed_decisions(envs, config, seeds=seeds, **options)
     if args.out:
-        from jaxcredit.rundir_io import make_dirs, write_json_atomic
-
-        make_dirs(check_writable_dir(args.out))
-        write_json_atomic(os.path.join(args.out, "snr.json"), summary)
+        write_snr(args.out, summary)
     if args.json:
         print_json(summary)
     else:
@@ -261,20 +215,18 @@ def add_snr(commands) -> None:
 def _rank_policy_paths(spec: str) -> tuple[str, list[str]]:
     """`NAME=DIR` or `DIR` -> `(name, checkpoint directories)`: DIR a policy checkpoint, or a run
     directory (a sweep cell) whose `policies/seed-k` are all taken, in seed order."""
+    from jaxcredit.checkpoint import seed_policy_paths
+
     name, sep, path = spec.partition("=")
     if not sep or not name or os.sep in name:
         name, path = spec.rstrip(os.sep), spec
     if not name:
         raise CommandError(f"--policy {spec!r}: give NAME=DIR or DIR")
-    if os.path.exists(os.path.join(path, "_CHECKPOINT_METADATA")):
-        return name, [path]
-    policies = os.path.join(path, "policies")
-    seeds = sorted((entry for entry in os.listdir(policies) if entry.startswith("seed-")
-                    and entry[5:].isdigit()), key=lambda entry: int(entry[5:])) if os.path.isdir(policies) else []
-    if not seeds:
+    paths = seed_policy_paths(path)
+    if not paths:
         raise CommandError(f"--policy {spec!r}: {path} is neither a policy checkpoint nor a run directory with "
                            "policies/seed-k")
-    return name, [os.path.join(policies, seed) for seed in seeds]
+    return name, paths
 
 
 def _cmd_rank(args) -> None:

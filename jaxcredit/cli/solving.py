@@ -79,29 +79,9 @@ def _load_solve_policy(args):
         raise CommandError(f"--policy: {error}") from None
 
 
-def _solve_values(env, problem, state, *, policy: str, loaded, turns_left: int):
-    """float32 `[T + 1, S]`, `[T + 1, S, A]`: exact values under `policy` (uniform, optimal, or
-    the `loaded` checkpoint's network) with `turns_left` turns left."""
-    import dataclasses
-
-    import jax
-
-    from jaxcredit.solver_values import reference_values
-
-    if loaded is None:
-        values, _ = jax.jit(reference_values, static_argnames=("env", "policy", "horizon"))(
-            env, problem, policy=policy, horizon=turns_left)
-        return values.v, values.q
-    policy_fn, params = loaded.policy_fn, loaded.params
-    if turns_left > 0:  # the network sees this position with exactly `turns_left` turns left
-        env = dataclasses.replace(env, max_turns=int(state.turn) + turns_left)
-    values, _ = jax.jit(reference_values, static_argnames=("env", "policy", "horizon", "policy_fn"))(
-        env, problem, policy="network", horizon=turns_left, policy_fn=policy_fn, params=params)
-    return values.v, values.q
-
-
 def _cmd_solve(args) -> None:
     from jaxcredit.envs import replay_action_names
+    from jaxcredit.solver_values import position_values
 
     loaded = _load_solve_policy(args)
     env, problem = _problem(args, env=None if loaded is None else loaded.env)
@@ -110,7 +90,11 @@ def _cmd_solve(args) -> None:
     except ValueError as error:
         raise CommandError(f"--actions: {error}") from None
     turns_left = env.max_turns - int(state.turn) if args.turns is None else args.turns
-    v, q = _solve_values(env, problem, state, policy=args.policy, loaded=loaded, turns_left=turns_left)
+    if loaded is None:
+        v, q = position_values(env, problem, state, policy=args.policy, turns_left=turns_left)
+    else:
+        v, q = position_values(env, problem, state, policy="network", turns_left=turns_left,
+                               policy_fn=loaded.policy_fn, params=loaded.params)
     position = int(env.position_index(state))
     value = float(v[turns_left, position])
     q = [float(x) for x in q[turns_left, position]]
