@@ -5,9 +5,12 @@ density ρ of a grid, `gradient_moments` draws `N` independent batches (P proble
 `round(ρ H)` decisions, G attempts each), computes every estimator's policy-gradient vector of
 each batch, `g = (1/B) Σ_{i,t} A_{i,t} ∇θ log π(a_{i,t} | s_{i,t})` (B = P G episodes, live
 steps), and keeps per-block sums of `g` and `g²` (J blocks of N / J batches). One jitted program:
-the batches of a block are vmapped, blocks and densities are `lax.map`ped. Estimators come from
-`jaxcredit.credit`: `outcome` (GRPO by default, or rloo / mean), `exact` (`Q^π - V^π` of the
-current policy from the solver) and `mc` (`Q̂ - V̂` from K forced-action continuations).
+the batches of a block are vmapped, blocks and densities are `lax.map`ped. The estimators are the
+registered credit arms (`jaxcredit.arm_registry`), looked up by name: `outcome` (GRPO by default,
+or rloo / mean: `outcome-rloo` is the outcome arm with that baseline), `exact` (`Q^π - V^π` of the
+current policy from the solver), `mc` in its `q` variant (`Q̂ - V̂` from K forced-action
+continuations, `V̂ = Σ π Q̂`), and any arm a plugin registers (`jaxcredit.register_credit_arm`)
+that needs no one-time work or fitted head (`prepare`, `fit_for_labels`), with its default options.
 
 `snr_summary` turns the sums into, per density and estimator, the SNR `(||ḡ||² - tr Σ̂ / N) / tr Σ̂`
 (the squared norm of the mean gradient, debiased for the noise of the mean, over the trace of the
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -34,11 +37,11 @@ from jax.flatten_util import ravel_pytree
 from scipy import stats as scipy_stats
 
 from jaxcredit.analysis.snr_theory import trace_terms
-from jaxcredit.credit import BASELINES, branch_action_values, exact_advantage, mc_advantage, outcome_advantage
+from jaxcredit.arm_registry import CREDIT_ARMS, CreditContext, credit_arm, options_from_dict
+from jaxcredit.credit import BASELINES
 from jaxcredit.envs.routine import Routine, decision_layout, num_decisions_of
-from jaxcredit.policy_fn import action_probabilities, log_probabilities
+from jaxcredit.policy_fn import log_probabilities
 from jaxcredit.rollout import rollout
-from jaxcredit.solver_values import reference_values
 from jaxcredit.validation import require_int
 
 ESTIMATORS = ("outcome", "exact", "mc", "outcome-grpo", "outcome-rloo", "outcome-mean")
@@ -69,9 +72,10 @@ class SnrConfig:
         require_int("snr.problems_per_batch", self.problems_per_batch, 1)
         require_int("snr.group_size", self.group_size, 2)
         require_int("snr.mc_continuations", self.mc_continuations, 1)
-        unknown = sorted(set(self.estimators) - set(ESTIMATORS))
+        choices = (*ESTIMATORS, *(name for name in measurable_arms() if name not in ESTIMATORS))
+        unknown = sorted(set(self.estimators) - set(choices))
         if unknown or "outcome" not in self.estimators or len(set(self.estimators)) != len(self.estimators):
-            raise ValueError(f"snr.estimators must include outcome, without repeats, from {', '.join(ESTIMATORS)} "
+            raise ValueError(f"snr.estimators must include outcome, without repeats, from {', '.join(choices)} "
                              "(outcome-X: the outcome estimator with baseline X); "
                              f"got {', '.join(self.estimators)}")
         if self.baseline not in BASELINES:
@@ -98,26 +102,60 @@ def tabular_policy(env: Routine):
     return init_fn, policy_fn
 
 
+def measurable_arms() -> tuple[str, ...]:
+    """The registered arms the study can measure: those without one-time work or a fitted value
+    head (`prepare`, `fit_for_labels`), which it does not do."""
+    return tuple(name for name, arm in CREDIT_ARMS.items() if arm.prepare is None and arm.fit_for_labels is None)
+
+
+def outcome_baseline(name: str) -> str | None:
+    """The outcome baseline of estimator `name` (`outcome-rloo` -> `rloo`), None when `name` is
+    not an outcome estimator (a registered arm's name is that arm, whatever its spelling)."""
+    if name == "outcome":
+        return ""
+    prefix, _, baseline = name.partition("-")
+    return baseline if prefix == "outcome" and baseline in BASELINES and name not in CREDIT_ARMS else None
+
+
+class ArmConfig(NamedTuple):
+    """What the study's arms read of a run's config (`CreditContext.config`): the group size,
+    their options, and the policy-gradient objective."""
+
+    attempts_per_problem: int
+    credit_options: Any
+    objective: str = "pg"
+
+
+def estimator_arm(name: str, config: SnrConfig):
+    """`(arm, options)` of estimator `name`: `outcome` and `outcome-X` the outcome arm with
+    baseline `config.baseline` or X; `mc` the mc arm's `q` variant with `config.mc_continuations`
+    continuations per action; any other registered arm with its default options."""
+    baseline = outcome_baseline(name)
+    if baseline is not None:
+        arm, fields = credit_arm("outcome"), {"baseline": baseline or config.baseline}
+    else:
+        arm, fields = credit_arm(name), _study_options(config).get(name, {})
+    return arm, options_from_dict(arm, fields)
+
+
+def _study_options(config: SnrConfig) -> dict:
+    """`{arm: options}` the study sets on the built-in arms it measures (the others keep their defaults)."""
+    return {"mc": {"variant": "q", "continuations": config.mc_continuations}}
+
+
 def _advantages(env, policy_fn, params, trajectory, problems, key, *, config: SnrConfig):
-    """float32 `[E, B, T]`: every configured estimator's advantages on one batch."""
-    G, horizon = config.group_size, env.max_turns
+    """float32 `[E, B, T]`: every configured estimator's advantages on one batch, each its arm's
+    `compute` (`problems` `[P]`, the trajectory's groups of G; every arm reads the same `key`)."""
     out = []
     for name in config.estimators:
-        if name.startswith("outcome"):
-            baseline = name.partition("-")[2] or config.baseline
-            out.append(outcome_advantage(trajectory, group_size=G, baseline=baseline))
-        elif name == "exact":
-            values, _ = jax.vmap(lambda p: reference_values(env, p, policy="network", horizon=horizon,
-                                                            policy_fn=policy_fn, params=params))(problems)
-            out.append(exact_advantage(trajectory, values=values, group_size=G))
-        else:
-            q_hat, _ = branch_action_values(env, policy_fn, params, trajectory, key,
-                                            num_continuations=config.mc_continuations)
-            probs = action_probabilities(policy_fn(params, trajectory.observation, trajectory.legal_action_mask),
-                                         trajectory.legal_action_mask)
-            v_hat = jnp.sum(probs * q_hat, axis=-1)
-            v_hat = jnp.concatenate([v_hat, jnp.zeros_like(v_hat[:, :1])], axis=1)
-            out.append(mc_advantage(trajectory, state_values=v_hat, action_values=q_hat))
+        arm, options = estimator_arm(name, config)
+        arm_config = ArmConfig(config.group_size, options)
+        if arm.check is not None:
+            arm.check(options, arm_config)
+        if arm.check_environment is not None:
+            arm.check_environment(options, env)
+        context = CreditContext(env, policy_fn, params, arm_config)
+        out.append(arm.compute(context, trajectory, problems, key).advantage)
     return jnp.stack(out)
 
 

@@ -33,6 +33,7 @@ from jaxcredit.analysis.snr import (
     _snr,
     aligned_rows,
     fit_loglog,
+    outcome_baseline,
     seeded_moments,
     tabular_policy,
 )
@@ -90,9 +91,9 @@ def measure_fixed_decisions(envs: list[Routine], policy_fn, params: Any, config:
     for e, name in enumerate(names):
         out["snr"][name] = snr[:, :, e].tolist()
         out["fit"][name] = fit_over_seeds(densities, snr[:, :, e])
-    for e, name in enumerate(names):  # every turn-level estimator against every outcome baseline
+    for e, name in enumerate(names):  # every other estimator against every outcome baseline
         for o, reference in enumerate(names):
-            if name in TURN_LEVEL and reference.startswith("outcome"):
+            if outcome_baseline(name) is None and outcome_baseline(reference) is not None:
                 ratio = snr[:, :, e] / snr[:, :, o]
                 out["ratio"][f"{name}/{reference}"] = ratio.tolist()
                 out["fit"][f"{name}/{reference}"] = fit_over_seeds(densities, ratio)

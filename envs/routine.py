@@ -143,6 +143,7 @@ class Routine(Environment):
     answer_seed: int = 0
     vocab_horizon: int = 0
     name: ClassVar[str] = "routine"
+    supports_density_snr: ClassVar[bool] = True  # the gradient-SNR study's environment (jaxcredit snr)
 
     def __post_init__(self):
         owner = "routine"

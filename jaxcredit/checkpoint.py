@@ -225,6 +225,18 @@ def policy_checkpoint_path(path: str | os.PathLike, *, seed_index: int = 0) -> s
     return path
 
 
+def seed_policy_paths(path: str | os.PathLike) -> list[str]:
+    """`[path]` when `path` is a policy checkpoint, else a run directory's final policies
+    `policies/seed-k`, all of them in seed order (`[]`: neither)."""
+    path = os.fspath(path)
+    if os.path.exists(os.path.join(path, "_CHECKPOINT_METADATA")):
+        return [path]
+    policies = os.path.join(path, "policies")
+    seeds = sorted((entry for entry in os.listdir(policies) if entry.startswith("seed-")
+                    and entry[5:].isdigit()), key=lambda entry: int(entry[5:])) if os.path.isdir(policies) else []
+    return [os.path.join(policies, seed) for seed in seeds]
+
+
 def load_policy_checkpoint(path: str | os.PathLike, *, make, env_name: str | None = None,
                            seed_index: int = 0) -> PolicyCheckpoint:
     """Load the policy checkpoint at `path` (or a run directory's, `policy_checkpoint_path`) and

@@ -201,6 +201,9 @@ class Environment(abc.ABC):
     # (evaluation sets, audits, play): defaults here, overridden by the environments that differ,
     # so nothing outside an environment branches on its name.
     audit_details: ClassVar[tuple[str, ...]] = ()  # extra sections an audit computes for it, e.g. "final_context"
+    # the gradient-SNR study (`jaxcredit.analysis.snr`, `jaxcredit snr`) can measure it: its problems place
+    # a chosen number of decisions among routine turns (`decision_layout`), as routine's do
+    supports_density_snr: ClassVar[bool] = False
 
     def evaluation_families(self, requested: tuple[str, ...]) -> tuple[str, ...]:
         """The problem families a run evaluates on, given `config.eval_families` (empty: the

@@ -33,6 +33,7 @@ rows, one per number of turns left), N rows (positions, or positions x turns).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -356,3 +357,21 @@ def reference_values(env: Environment, problem: Any, *, policy: str, horizon: in
     probs, evals = network_policy_probs(env, problem, graph, policy_fn, params, horizon=horizon, start=start,
                                         chunk_size=chunk_size)
     return evaluate_policy(graph, probs, horizon=horizon), evals
+
+
+def position_values(env: Environment, problem: Any, state: Any, *, policy: str, turns_left: int,
+                    policy_fn: PolicyFn | None = None, params: Any = None) -> tuple[jax.Array, jax.Array]:
+    """Host: float32 `[T + 1, S]`, `[T + 1, S, A]`, the exact values `v` and `q` of `problem` with
+    `turns_left` turns left, for reading at `state`'s position: under a fixed `policy`
+    (`solver.POLICIES`), or under the network `policy_fn` with `params` (`policy` `"network"`),
+    which sees that position with exactly `turns_left` turns left (`env.max_turns` moved to
+    `state.turn + turns_left`). What `jaxcredit solve` prints."""
+    if policy != "network":
+        values, _ = jax.jit(reference_values, static_argnames=("env", "policy", "horizon"))(
+            env, problem, policy=policy, horizon=turns_left)
+        return values.v, values.q
+    if turns_left > 0:  # the network sees this position with exactly `turns_left` turns left
+        env = dataclasses.replace(env, max_turns=int(state.turn) + turns_left)
+    values, _ = jax.jit(reference_values, static_argnames=("env", "policy", "horizon", "policy_fn"))(
+        env, problem, policy="network", horizon=turns_left, policy_fn=policy_fn, params=params)
+    return values.v, values.q

@@ -23,7 +23,14 @@ LAYERS = {
     "suite": ("jaxcredit.suite", {"jaxcredit.envs", "jaxcredit.train", "jaxcredit.analysis"}),
 }
 SUBPACKAGES = {name for name, _ in LAYERS.values() if name != "jaxcredit"}
-MAY_IMPORT_EVERYTHING = {ROOT / "jaxcredit" / "cli.py"}
+CLI = ROOT / "jaxcredit" / "cli"  # the command line: a package of the core that alone may import everything
+MAY_IMPORT_EVERYTHING = set(CLI.glob("*.py"))
+
+
+def _layer_files(folder: str) -> list[Path]:
+    """A layer's Python files, subpackages included (the core's: `jaxcredit/arms/` and the command
+    line's package `jaxcredit/cli/`)."""
+    return sorted((ROOT / folder).rglob("*.py"))
 
 
 def _imported_modules(path: Path) -> set[str]:
@@ -53,7 +60,7 @@ def _layer_of(module: str) -> str | None:
 def test_each_layer_imports_only_the_layers_below_it(folder):
     own, allowed = LAYERS[folder]
     allowed = allowed | {own, "jaxcredit"}
-    files = sorted((ROOT / folder).rglob("*.py"))  # subpackages too (jaxcredit/arms/)
+    files = _layer_files(folder)
     if folder != "agents":
         assert files, f"no Python files in {folder}/"
     violations = []
@@ -65,6 +72,14 @@ def test_each_layer_imports_only_the_layers_below_it(folder):
             if layer is not None and layer not in allowed:
                 violations.append(f"{path.relative_to(ROOT)} imports {module}")
     assert not violations, "layer rule broken:\n" + "\n".join(sorted(violations))
+
+
+def test_only_the_command_line_imports_the_command_line():
+    assert (CLI / "__init__.py") in MAY_IMPORT_EVERYTHING and len(MAY_IMPORT_EVERYTHING) > 2
+    importers = [f"{path.relative_to(ROOT)} imports {module}" for folder in sorted(LAYERS)
+                 for path in _layer_files(folder) if path not in MAY_IMPORT_EVERYTHING
+                 for module in _imported_modules(path) if module.split(".")[:2] == ["jaxcredit", "cli"]]
+    assert not importers, "\n".join(importers)
 
 
 def test_the_checker_sees_lazy_imports(tmp_path):
@@ -87,7 +102,7 @@ ARM_FILES = {ROOT / "jaxcredit" / "credit_arms.py", ROOT / "jaxcredit" / "arm_re
 def _branches(pattern: re.Pattern, skip) -> list[str]:
     found = []
     for folder in sorted(LAYERS):
-        for path in sorted((ROOT / folder).rglob("*.py")):
+        for path in _layer_files(folder):
             if not skip(path):
                 found += [f"{path.relative_to(ROOT)}:{i}: {line.strip()}"
                           for i, line in enumerate(path.read_text().splitlines(), 1) if pattern.search(line)]

@@ -23,7 +23,8 @@ from jaxcredit.analysis.ranking import (
 )
 from jaxcredit.arm_registry import split_options
 from jaxcredit.checkpoint import save_policy
-from jaxcredit.cli import _rank_policy_paths, main
+from jaxcredit.cli import main
+from jaxcredit.cli.analysis import _rank_policy_paths
 from jaxcredit.conformance import check_decorative_actions, rollout_random
 from jaxcredit.credit_arms import CREDIT_ARMS, CreditContext
 from jaxcredit.envs import MadSelectiveCopy, make

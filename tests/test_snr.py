@@ -147,3 +147,55 @@ def test_snr_command_fixed_decisions_from_a_checkpoint(capsys):
     assert summary["config"]["env"]["cue"] == "index" and summary["config"]["env"]["vocab_horizon"] == 64
     assert main(["snr", "--decisions", "4", "--checkpoint", "docs/density/policy-d2", "--density", "1,0.5"]) == 2
     assert "train it with the same decisions" in capsys.readouterr().err
+
+
+def test_a_registered_arm_is_measured_by_the_snr_study():
+    """A plugin arm is an estimator of the study, computed by its own `compute` on the study's
+    batches (P problems, G attempts each): twice the outcome advantage, whose gradient SNR (scale
+    free, and x2 is exact in floating point) equals outcome's bit for bit. An arm with one-time work
+    or a fitted head is refused."""
+    import dataclasses
+
+    import jaxcredit
+    from jaxcredit.arm_registry import CREDIT_ARMS
+    from jaxcredit.credit import outcome_advantage
+
+    @dataclasses.dataclass(frozen=True)
+    class DoubleOptions(jaxcredit.ArmOptions):
+        arm = "snr-test-double"
+        scale: float = jaxcredit.option(2.0, low=0.0)
+
+    seen = []
+
+    def double(context, trajectory, problems, key):
+        seen.append((context.config.attempts_per_problem, problems.decision.shape[0], trajectory.reward.shape[0]))
+        advantage = outcome_advantage(trajectory, group_size=context.config.attempts_per_problem)
+        return jaxcredit.CreditResult(context.options.scale * advantage, None, {})
+
+    jaxcredit.register_credit_arm(jaxcredit.CreditArm("snr-test-double", None, False, "2 x outcome", double,
+                                                      options=DoubleOptions))
+    try:
+        env = make("routine", horizon=4, density=1.0, failure="probabilistic", survival=0.5, num_choices=2)
+        init_fn, policy_fn = tabular_policy(env)
+        config = SnrConfig(densities=(0.5, 1.0), estimators=("outcome", "snr-test-double"), num_batches=4,
+                           num_blocks=2, problems_per_batch=3, group_size=2, seed=0)
+        summary = measure_snr(env, policy_fn, init_fn(None), config)
+    finally:
+        CREDIT_ARMS.pop("snr-test-double", None)
+    assert seen and set(seen) == {(2, 3, 6)}
+    assert summary["estimators"] == ["outcome", "snr-test-double"]
+    assert summary["snr"]["snr-test-double"] == summary["snr"]["outcome"]
+    assert all(np.isfinite(summary["snr"]["outcome"]))
+    assert summary["ratio"]["snr-test-double/outcome"] == [1.0, 1.0]
+    with pytest.raises(ValueError, match="must include outcome"):
+        SnrConfig(estimators=("outcome", "critic"))  # a fitted value head: not measured here
+    with pytest.raises(ValueError, match="must include outcome"):
+        SnrConfig(estimators=("outcome", "snr-test-double"))  # no longer registered
+
+
+def test_only_an_environment_that_says_so_is_measured(capsys):
+    from jaxcredit.envs import ENVIRONMENTS
+
+    assert [name for name, cls in ENVIRONMENTS.items() if cls.supports_density_snr] == ["routine"]
+    assert main(["snr", "--env", "umbrella"]) == 2
+    assert capsys.readouterr().err == "jaxcredit: error: snr measures the routine environment, not 'umbrella'\n"

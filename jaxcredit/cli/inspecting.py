@@ -1,0 +1,96 @@
+"""`jaxcredit report` and `compare`: what finished runs and sweeps show (`jaxcredit.analysis`):
+reports, results pages and paired comparisons of two arms."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from jaxcredit.cli.common import CommandError, print_json
+from jaxcredit.rundir_io import read_json
+
+
+def _cmd_report(args) -> None:
+    from jaxcredit.analysis import write_report, write_results_page
+
+    if args.page is not None:
+        return _cmd_report_page(args, write_results_page)
+    if args.threshold is not None:
+        raise CommandError("--threshold goes with --page")
+    path = write_report(args.path)
+    if args.json:
+        print_json({"report": path})
+    else:
+        print(f"wrote {path}")
+
+
+def _cmd_report_page(args, write_results_page) -> None:
+    from jaxcredit.train import PRESETS
+
+    spec_path = os.path.join(args.path, "sweep_spec.json")
+    spec = read_json(spec_path) if os.path.exists(spec_path) else {}
+    sweep = None
+    if spec.get("name") in PRESETS:  # how to run the sweep again, when it is a preset
+        sweep = f"jaxcredit sweep --preset {spec['name']} --out {args.path.rstrip('/')}" + (
+            f" --seeds {spec['num_seeds']}" if spec.get("num_seeds") is not None else "")
+        sweep += "".join(f" --plugin {plugin}" for plugin in spec.get("plugins", []))
+        preset_arms = PRESETS[spec["name"]].arms
+        sweep += "".join(f" --arm '{arm}={json.dumps(fields)}'" for arm, fields in spec.get("arms", {}).items()
+                         if arm not in preset_arms)
+    kwargs = {} if args.threshold is None else {"threshold": args.threshold}
+    page = write_results_page(args.path, args.page, sweep_command=sweep, **kwargs)
+    if args.json:
+        print_json({"page": page, "files": args.page[: -len(".md")]})
+    else:
+        print(f"wrote {page} and its files in {args.page[: -len('.md')]}/")
+
+
+def add_report(commands) -> None:
+    report = commands.add_parser("report", help="write report.md (tables, CA-ID cards, plots) for a sweep, run "
+                                                "or audit directory")
+    report.add_argument("path", help="sweep, run or audit directory")
+    report.add_argument("--page", help="instead of report.md: write the results page PAGE.md of a finished sweep "
+                                       "and its files in PAGE/ (tables, summary.json, plots, cards, audits, and "
+                                       "record/: the sweep's files without checkpoints, from which the page "
+                                       "regenerates); nothing is written into the sweep")
+    report.add_argument("--threshold", type=float, help="with --page: the success threshold of the time-to-"
+                                                         "threshold table (default 0.9)")
+    report.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    report.set_defaults(handler=_cmd_report)
+
+
+def _cmd_compare(args) -> None:
+    from jaxcredit.analysis import compare_arms
+
+    result = compare_arms(args.sweep, args.arm, args.baseline, args.regime)
+    if args.json:
+        print_json(result)
+        return
+    from jaxcredit.stats import interval_description
+
+    matched = {"matched": " (the baseline given exactly the arm's total env steps)",
+               "matched-policy-evals": " (the baseline given exactly the arm's total policy evaluations)"}
+    matched = matched.get(args.regime, "")
+    print(f"{args.arm} vs {args.baseline}, regime {args.regime}{matched}:")
+    for measure in ("final_success", "average_success"):
+        d = result[measure]
+        interval = "n/a" if d["low"] is None else f"[{d['low']:+.3f}, {d['high']:+.3f}]"
+        p_value = "n/a" if d["p_value"] is None else f"{d['p_value']:.3f}"
+        print(f"  {measure}: {d['arm_mean']:.3f} vs {d['baseline_mean']:.3f}, diff {d['mean_diff']:+.3f} "
+              f"{interval}, paired t-test p = {p_value}, wins {d['arm_wins']}/{d['num_seeds']} "
+              f"(losses {d['baseline_wins']}, ties {d['ties']})")
+    print(f"  interval: {interval_description(result['final_success']['num_seeds'])}")
+
+
+def add_compare(commands) -> None:
+    from jaxcredit.rundir_io import MATCHED_COUNTERS, REGIMES, RENAMED_REGIMES
+
+    regimes = list(dict.fromkeys([*REGIMES, *MATCHED_COUNTERS, *RENAMED_REGIMES]))
+    compare = commands.add_parser("compare", help="paired comparison of two arms of a sweep across seeds")
+    compare.add_argument("sweep", help="sweep directory")
+    compare.add_argument("--arm", required=True, help="the arm")
+    compare.add_argument("--baseline", default="outcome", help="the arm compared against (default outcome)")
+    compare.add_argument("--regime", default="attempts", choices=regimes,
+                         help="attempts, matched (--arm a label arm) or fixed-steps (default attempts)")
+    compare.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    compare.set_defaults(handler=_cmd_compare)
