@@ -296,7 +296,9 @@ def _spend_lines(spend: dict, accounts: list, shares: dict) -> list:
 def tuning_lines(tune: dict, tuning: dict) -> list:
     """The equal-tuning section: how every arm was tuned (the grid, seeds, budget, rule) and the
     tuning table, every arm at every grid point with its validation score and n, the chosen
-    point marked (`tuning`: the sweep's `tuning.json`, `jaxcredit.train.tuning`)."""
+    point marked (`tuning`: the sweep's `tuning.json`, `jaxcredit.train.tuning`). A record with
+    standard errors (`se`) also shows the other score, the rungs a point reached, the extensions,
+    the tie that was broken and the edges left."""
     def axes_text(axes):
         return " x ".join(f"`{name}` {{{', '.join(str(v) for v in values)}}}" for name, values in axes.items())
 
@@ -310,16 +312,48 @@ def tuning_lines(tune: dict, tuning: dict) -> list:
              + ("averaged over the evaluations after the first (the area under the validation curve)"
                 if tuning.get("score") == "area" else "at the last evaluation")
              + f", mean over the tuning seeds (n). Chosen: {tuning['rule']}. The study's cells ran "
-             "every arm at its chosen point; the tables above are on the evaluation set, not the validation set.", "",
-             "| arm | point | setting | validation success (mean) | per seed | n | chosen |",
-             "| --- | --- | --- | --- | --- | --- | --- |"]
+             "every arm at its chosen point; the tables above are on the evaluation set, not the validation set.", ""]
+    points = [p for entry in tuning["arms"].values() for p in entry["points"]]
+    if not any("se" in p for p in points):
+        lines += ["| arm | point | setting | validation success (mean) | per seed | n | chosen |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
+        for arm, entry in tuning["arms"].items():
+            for point in entry["points"]:
+                per_seed = ", ".join(f"{x:.3f}" for x in point["scores"])
+                chosen = "**chosen**" if point["point"] == entry["chosen"] else ""
+                setting = overrides_text(point["overrides"])
+                lines.append(f"| {arm} | {point['point']} | {setting} | {point['mean']:.3f} | "
+                             f"{per_seed} | {point['n']} | {chosen} |")
+        return lines + [""]
+    score, other = tuning["score"], tuning["other_score"]
+    lines += [f"Scores are mean ± standard error over the tuning seeds; *ext.*: the extension round that added "
+              f"the point (0: the grid as written); *rungs*: the {score} score at each rung the point reached "
+              "(✂: cut there).", "",
+              f"| arm | point | setting | ext. | {score} | {other} | per seed ({score}) | n | rungs | chosen |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for arm, entry in tuning["arms"].items():
         for point in entry["points"]:
-            per_seed = ", ".join(f"{x:.3f}" for x in point["scores"])
+            rungs = " → ".join(f"{r['mean']:.3f}" + ("" if r["continued"] else " ✂") for r in point.get("rungs", []))
             chosen = "**chosen**" if point["point"] == entry["chosen"] else ""
-            lines.append(f"| {arm} | {point['point']} | {overrides_text(point['overrides'])} | {point['mean']:.3f} | "
-                         f"{per_seed} | {point['n']} | {chosen} |")
-    return lines + [""]
+            if "se" in point:
+                per_seed = ", ".join(f"{x:.3f}" for x in point["scores"])
+                cells = (f"{point['mean']:.3f} ± {point['se']:.3f} | {point['other']['mean']:.3f} ± "
+                         f"{point['other']['se']:.3f} | {per_seed} | {point['n']}")
+            else:
+                cells = "cut | | | "
+            lines.append(f"| {arm} | {point['point']} | {overrides_text(point['overrides'])} | {point['extension']} | "
+                         f"{cells} | {rungs} | {chosen} |")
+    notes = []
+    for arm, entry in tuning["arms"].items():
+        if "tie" in entry:
+            broken = other if entry["tie"]["broken_by"] == "other score" else entry["tie"]["broken_by"]
+            notes.append(f"- `{arm}`: {', '.join(entry['tie']['points'])} tie within the standard error; "
+                         f"broken by the {broken} ({entry['chosen']}).")
+        for edge in entry.get("edge", []):
+            notes.append(f"- `{arm}`: the chosen point is still on the {edge['side']} edge of `{edge['axis']}` "
+                         f"({edge['value']:g}) after {edge['extensions']} extension(s): the grid has not shown that "
+                         "it contains this arm's optimum there.")
+    return lines + ([""] + notes if notes else []) + [""]
 
 
 def _behaviour_difference_lines(differences: dict) -> list:

@@ -205,3 +205,21 @@ def test_a_point_recorded_with_fewer_seeds_gets_the_rest_in_a_run_of_its_own(tmp
     assert entry["points"][0]["scores"] == [0.2, 0.4, 0.6, 0.8, 1.0] and entry["points"][0]["n"] == 5
     with pytest.raises(ValueError, match="holds seeds 1000..1002; the tuning asks for 2000..2004"):
         tuning_plan({**tune, "seed": 2000}, ["mc"], str(tmp_path), num_evals={"mc": 1}, budget=8)
+
+
+def test_the_tuning_table_shows_errors_cuts_ties_and_edges(tmp_path):
+    from jaxcredit.analysis.page import tuning_lines
+
+    tune = {"grid": {"learning_rate": [1e-3, 3e-3, 1e-2]}, "num_seeds": 2, "rule": "halving", "eta": 3, "rungs": 2,
+            "extend": 0}
+    curves = {"p00": [[0.0, 0.1, 0.2], [0.0, 0.1, 0.2]], "p01": [[0.0, 0.5, 0.9], [0.0, 0.6, 0.8]],
+              "p02": [[0.0, 0.6, 0.9], [0.0, 0.5, 0.7]]}
+    for name, curve in curves.items():
+        _write_curve(tmp_path, "mc", name, curve)
+    record = tuning_record(tune, ["mc"], str(tmp_path), budget=8, num_evals={"mc": 2})
+    text = "\n".join(tuning_lines(tune, record))
+    assert "| mc | p00 | learning_rate=0.001 | 0 | cut | | |  | 0.100 ✂ |  |" in text
+    assert "| mc | p01 | learning_rate=0.003 | 0 | 0.700 ± 0.000 | 0.850 ± 0.050 |" in text
+    assert "| mc | p02 | learning_rate=0.01 | 0 | 0.675 ± 0.075 | 0.800 ± 0.100 |" in text
+    assert "`mc`: p01, p02 tie within the standard error; broken by the final (p01)." in text
+    assert "still on the high edge of `learning_rate` (0.01)" not in text  # p01 is interior
