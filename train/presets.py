@@ -8,7 +8,11 @@ makes a study long: its length is the label arms' label work, in outcome iterati
 - `quick`: a small MAD (5 cells, 4 tokens, 1-2 useful, 8 turns), outcome vs mc, 8 paired seeds in one
   vmapped program per cell; about 5 minutes on a 2-core CPU.
   The README's main-job command runs it.
-- `mad-study`: default MAD, outcome vs mc vs exact vs critic, 5 paired seeds.
+- `mad-study`: default MAD, outcome vs mc vs exact vs critic vs solver-uniform, every arm tuned first
+  (area score, successive halving, 5 tuning seeds, grids extended outward from an edge); attempts at
+  15 paired seeds read at 5k/10k/20k/40k attempts, matched (both currencies) and fixed-steps at 5;
+  the sign-flip test with Holm beside the t interval; its claim (`MAD_STUDY_CLAIM`) is stated before
+  its cells run. See docs/results/mad-study.md.
 - `arithmetic-study`: arithmetic on the rung the learnability gate passed on (afterstate input,
   three numbers, turns left shown; `docs/results/arithmetic-gates.json`), outcome vs
   `solver-uniform` (credit `solver`: exact values under the uniform reference) vs `exact-policy`
@@ -83,6 +87,58 @@ def _density_arms() -> dict:
 EQUAL_TUNING = {"grid": {"learning_rate": [3e-4, 1e-3, 3e-3], "entropy_coef": [0.0, 0.01]},
                 "arm_grid": {"outcome": {"credit_options.baseline": ["grpo", "rloo"]}}, "num_seeds": 3, "seed": 1000}
 
+# the first mad-study's design (5 seeds, no tuning): mad-study-tuned's base and arms
+_UNTUNED_MAD_STUDY = SweepSpec(
+    name="mad-study",
+    description="default MAD, outcome vs mc vs exact vs critic, three regimes, 5 paired seeds",
+    base={"env": "mad", "learning_rate": 1e-3, "num_seeds": 5, "num_evals": 10, "eval_problems": 256,
+          "problems_per_iteration": 16, "attempts_per_problem": 4},
+    arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 4},
+          "exact": {"credit": "exact"}, "critic": {"credit": "critic"}},
+    budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
+    cpu_minutes="measured on a 2-core CPU, a second study or audits running beside it: attempts "
+                "1h38m of training segments (outcome 12m, mc 52m, exact 21m, critic 13m), fixed-steps 3h09m of "
+                "cells' wall time (outcome 1h46m, critic 1h07m, mc 12m, exact 4m); matched: the one outcome "
+                "run (5 seeds) to exact's ~23.3M env steps runs at 230-620 env steps/s per seed beside a second "
+                "study and 780-970 alone (its segments' seconds), about 7-8 hours alone (estimate from those "
+                "rates)",
+)
+
+# mad-study's claim, stated before its cells run (written with its date to the sweep's claim.json)
+MAD_STUDY_CLAIM = (
+    "Primary endpoint: exact − outcome in average greedy validation success (over the evaluations after the "
+    "first) at 40,000 main attempts, 15 paired seeds; the source study reports +8.60 points.\n"
+    "Secondary: exact − outcome in final greedy success at 40,000 attempts; every label arm − outcome at "
+    "5,000, 10,000, 20,000 and 40,000 attempts; outcome given each label arm's total env steps, and its "
+    "total policy evaluations (matched, 5 seeds), and a fixed 4M env steps (5 seeds).\n"
+    "Test: the two-sided paired sign-flip permutation test (exact enumeration), Holm-adjusted over the arms "
+    "compared with outcome in each regime and measure; supported where the Holm p < 0.05, inconclusive "
+    "otherwise. Paired t and bootstrap 95% intervals are shown beside it.\n"
+    "Settings: each arm at the point the tuner chooses (area score, successive halving, 5 tuning seeds, "
+    "grids extended until the choice is interior or three steps out), fixed before the cells run.")
+
+_MAD_STUDY = SweepSpec(
+    name="mad-study",
+    description="default MAD, outcome vs mc vs exact vs critic vs solver-uniform, tuned by area with successive "
+                "halving on 5 seeds, attempts at 15 paired seeds read at four budgets, matched (both currencies) "
+                "and fixed-steps at 5, a claim stated before the run",
+    base={"env": "mad", "learning_rate": 1e-3, "num_seeds": 5, "num_evals": 10, "eval_problems": 256,
+          "problems_per_iteration": 16, "attempts_per_problem": 4},
+    arms={**_UNTUNED_MAD_STUDY.arms, "solver-uniform": dict(_UNIFORM_VALUES)},
+    budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
+    match_on=("env_steps", "policy_evals"),
+    # 40 evaluations in the attempts runs: one every 1,000 attempts, so the run reads at each of the
+    # four budgets (the learning rate is constant: a run read at B is a run of budget B)
+    regime_fields={"attempts": {"num_seeds": 15, "num_evals": 40}},
+    readings={"attempts": [5_000, 10_000, 20_000, 40_000]},
+    tune={**EQUAL_TUNING, "num_seeds": 5, "rule": "halving", "eta": 3, "rungs": 3},
+    claim=MAD_STUDY_CLAIM,
+    nonparametric=True,
+    cpu_minutes="not measured yet; projected on a 2-core CPU from mad-study-tuned's cells: tuning 3-4 hours "
+                "(its 3-seed full-grid runs re-scored, 2 more seeds each through the halving rungs, the extensions' "
+                "points new), attempts about 6 hours (15 seeds), fixed-steps about 3 hours, matched 8-16 hours",
+)
+
 PRESETS: dict[str, SweepSpec] = {
     "quick": SweepSpec(
         name="quick",
@@ -94,21 +150,7 @@ PRESETS: dict[str, SweepSpec] = {
         cpu_minutes="5m42s for the README's first command, install (from pip's cache) included, on a 2-core Intel "
                     "Xeon with other jobs at a 1-minute load of 1.1-1.6 (docs/results.md#the-quick-sweep)",
     ),
-    "mad-study": SweepSpec(
-        name="mad-study",
-        description="default MAD, outcome vs mc vs exact vs critic, three regimes, 5 paired seeds",
-        base={"env": "mad", "learning_rate": 1e-3, "num_seeds": 5, "num_evals": 10, "eval_problems": 256,
-              "problems_per_iteration": 16, "attempts_per_problem": 4},
-        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 4},
-              "exact": {"credit": "exact"}, "critic": {"credit": "critic"}},
-        budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
-        cpu_minutes="measured on a 2-core CPU, a second study or audits running beside it: attempts "
-                    "1h38m of training segments (outcome 12m, mc 52m, exact 21m, critic 13m), fixed-steps 3h09m of "
-                    "cells' wall time (outcome 1h46m, critic 1h07m, mc 12m, exact 4m); matched: the one outcome "
-                    "run (5 seeds) to exact's ~23.3M env steps runs at 230-620 env steps/s per seed beside a second "
-                    "study and 780-970 alone (its segments' seconds), about 7-8 hours alone (estimate from those "
-                    "rates)",
-    ),
+    "mad-study": _MAD_STUDY,
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
         description="arithmetic on the gate's rung (afterstate input, 3 numbers, turns left shown), outcome vs "
@@ -168,11 +210,11 @@ PRESETS: dict[str, SweepSpec] = {
 
 
 PRESETS["mad-study-tuned"] = dataclasses.replace(
-    PRESETS["mad-study"], name="mad-study-tuned",
+    _UNTUNED_MAD_STUDY, name="mad-study-tuned",
     description="mad-study plus the offline predictor arm (its dataset charged once), every arm tuned on one grid "
                 "first (learning rate x entropy bonus, outcome also its baseline; 3 tuning seeds at the attempts "
                 "budget), matched on env steps and on policy evaluations",
-    arms={**PRESETS["mad-study"].arms, "predictor": {"credit": "predictor"}},
+    arms={**_UNTUNED_MAD_STUDY.arms, "predictor": {"credit": "predictor"}},
     match_on=("env_steps", "policy_evals"), tune=EQUAL_TUNING,
     # projected from mad-study's measured cells (5 seeds): a tuning run has 3 seeds at the same budget
     cpu_minutes="not measured yet; projected about 15 hours on a 2-core CPU: the 36 tuning runs about 4 hours "
