@@ -8,6 +8,7 @@ the action labels; no further continuation is run. Everything the labels cost (t
 visited the states and every continuation step) is charged once, to the ledger's `predictor`
 account.
 
+- `load_labeller`: a finished training run's final policy as the labelling policy, with what it cost.
 - `visited_states`: one state per episode, uniform among the episode's live steps.
 - `build_dataset`: the `PredictorData` of those states and their cost (`Counts`).
 - `fit_predictor`: full-batch Adam on the squared error over the labelled (state, legal action) pairs.
@@ -28,6 +29,8 @@ V validation problems.
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -159,6 +162,57 @@ def heldout_accuracy(env: Environment, policy_fn: PolicyFn, params: Any, q_fn: P
         "q_pearson": _pearson(q_hat, q_exact, weight),
         "q_rmse": jnp.sqrt(jnp.sum(weight * (q_hat - q_exact) ** 2) / jnp.maximum(pairs, 1.0)),
     }
+
+
+class Labeller(NamedTuple):
+    """A trained policy that labels the predictor's dataset (`load_labeller`).
+
+    Attributes:
+      path: the policy checkpoint read (`<run>/policies/seed-<i>`).
+      params: its parameter pytree (host arrays, the run's network shapes).
+      cost: `Counts` of the run that trained it, for that seed: its total env steps, policy
+        evaluations and main episodes (charged once with the dataset).
+      final_success: its greedy validation success at the end of that run.
+    """
+
+    path: str
+    params: Any
+    cost: Counts
+    final_success: float
+
+
+def load_labeller(run_dir: str, *, seed_index: int, env: Environment, params: Any) -> Labeller:
+    """The final policy of seed `seed_index` of the training run `run_dir`, checked to be a network
+    of this run's shapes (`params`, a pytree like the one it replaces) trained on the same
+    environment (`env`: its name and configuration). Raises `ValueError` in one line naming what
+    is missing or different. The run's `summary.json` gives what its training cost."""
+    from jaxcredit.checkpoint import load_policy, policy_checkpoint_path  # orbax only where a labeller is read
+
+    where = f"credit_options.labeller of credit 'predictor' ({run_dir!r})"
+    summary_path = os.path.join(run_dir, "summary.json")
+    if not os.path.isfile(summary_path):
+        raise ValueError(f"{where}: not a finished training run (no summary.json); the labeller's training is "
+                         "charged from it")
+    with open(summary_path) as handle:
+        seeds = json.load(handle).get("seeds", [])
+    if not 0 <= seed_index < len(seeds):
+        raise ValueError(f"{where}: credit_options.labeller_seed {seed_index} is not one of its {len(seeds)} seeds")
+    path = policy_checkpoint_path(run_dir, seed_index=seed_index)
+    if not os.path.isdir(path) or path == run_dir:
+        raise ValueError(f"{where}: it holds no final policy for seed {seed_index} (policies/seed-{seed_index})")
+    _, labeller_params, info = load_policy(path)
+    if info["env_name"] != env.name or info["env_config"] != json.loads(json.dumps(env.config())):
+        raise ValueError(f"{where}: trained on {info['env_name']} {info['env_config']}, not on this run's "
+                         f"{env.name} {env.config()}")
+    shapes = jax.tree_util.tree_map(lambda x: tuple(np.shape(x)), labeller_params)
+    expected = jax.tree_util.tree_map(lambda x: tuple(np.shape(x)), params)  # one seed's (traced under vmap)
+    if shapes != expected:
+        raise ValueError(f"{where}: its network is not this run's (d_model, num_layers, num_heads and mlp_dim "
+                         "must match)")
+    row = seeds[seed_index]
+    cost = Counts(*(jnp.asarray(int(row[k]), jnp.int32) for k in ("total_env_steps", "total_policy_evals",
+                                                                    "main_episodes")))
+    return Labeller(path, labeller_params, cost, float(row["final_success"]))
 
 
 def scored_problems(validation_problems: Any, *, eval_states: int):

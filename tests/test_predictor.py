@@ -124,7 +124,7 @@ def test_predictor_arm_without_its_model_is_a_clear_error():
     ("eval_states", -1, "credit_options.eval_states of credit 'predictor' must be in [0, "),
     ("learning_rate", 0.0, "credit_options.learning_rate of credit 'predictor' must be a finite number > 0"),
     ("stats", 1, "credit 'predictor' has no option(s) ['stats']; its options: states, continuations, steps, "
-                 "learning_rate, eval_states"),
+                 "learning_rate, eval_states, labeller, labeller_seed"),
 ])
 def test_bad_predictor_options_are_one_line_errors(option, value, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -139,7 +139,8 @@ def test_an_old_predictor_config_reads_its_flat_fields_into_the_options():
     config = config_from_dict(old)
     assert config.credit_options == PredictorOptions(states=7, eval_states=0)
     assert config.to_dict()["credit_options"] == {"states": 7, "continuations": 4, "steps": 500,
-                                                  "learning_rate": 1e-3, "eval_states": 0}
+                                                  "learning_rate": 1e-3, "eval_states": 0, "labeller": "",
+                                                  "labeller_seed": 0}
 
 
 def test_report_shows_the_label_accuracy_and_the_card(runs):
@@ -173,3 +174,51 @@ def test_prepare_under_jit_with_a_held_out_validation_set():
     summary = {k: float(v) for k, v in state.prepared["summary"].items()}
     assert summary["states"] == 12 and summary["dataset_states"] == 8 and summary["pairs"] > 0
     assert all(np.isfinite(v) for k, v in summary.items() if k != "advantage_pearson")
+
+
+def test_a_labeller_run_labels_the_dataset_and_its_training_is_charged_once(runs, tmp_path):
+    """`credit_options.labeller`: the dataset comes from the named run's final policy, and that run's
+    training is charged once, with the dataset, before the first iteration. The labeller here is
+    `full` (a finished predictor run): its seed 1's total env steps minus policy evaluations is its
+    own dataset's 2,048 forced steps, so this run's predictor account holds 2,048 + 2,048 of them."""
+    import jax
+
+    from jaxcredit.checkpoint import load_policy
+    from jaxcredit.train import make_train
+
+    full, _ = runs
+    labeller = json.load(open(os.path.join(full, "summary.json")))["seeds"][1]
+    options = {"credit_options.labeller": full, "credit_options.labeller_seed": 1}
+    out = str(tmp_path / "labelled")
+    run_training(_config(num_seeds=1, budget=2 * 32, **options), out, progress=False)
+    rows = _rows(out)
+    first = rows[0]
+    assert first["predictor_env_steps"] - first["predictor_policy_evals"] == 2 * STATES * 4 * K
+    assert first["predictor_env_steps"] > labeller["total_env_steps"] + STATES * 4 * K
+    assert all(r["predictor_env_steps"] == first["predictor_env_steps"] for r in rows)  # once
+    record = json.load(open(os.path.join(out, PREDICTOR_FILE)))
+    assert record["config"]["labeller"] == full and record["config"]["labeller_seed"] == 1
+    assert record["seeds"][0]["labeller_env_steps"] == labeller["total_env_steps"]
+    # the labelling parameters are the checkpoint's, not the run's initial network
+    state = jax.jit(make_train(_config(num_seeds=1, **options)).init)(0)
+    _, saved, _ = load_policy(os.path.join(full, "policies", "seed-1"))
+    for ours, theirs in zip(jax.tree_util.tree_leaves(state.prepared["labelling_params"]),
+                            jax.tree_util.tree_leaves(saved)):
+        np.testing.assert_array_equal(np.asarray(ours), np.asarray(theirs))
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"credit_options.labeller_seed": 7}, "credit_options.labeller_seed 7 is not one of its 3 seeds"),
+    ({"d_model": 16}, "its network is not this run's"),
+    ({"env_overrides": {"length": 5, "num_tokens": 4, "min_useful": 1, "max_useful": 2, "max_turns": 8}},
+     "trained on mad"),
+])
+def test_a_labeller_that_does_not_fit_the_run_is_refused_in_one_line(runs, tmp_path, fields, message):
+    from jaxcredit.train import make_train
+
+    full, _ = runs
+    config = _config(num_seeds=1, **{"credit_options.labeller": full, **fields})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        make_train(config).init(0)
+    with pytest.raises(ValueError, match="not a finished training run"):
+        make_train(_config(num_seeds=1, **{"credit_options.labeller": str(tmp_path)})).init(0)

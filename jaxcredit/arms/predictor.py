@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from jaxcredit.arm_registry import (
     ArmOptions,
@@ -32,6 +33,7 @@ from jaxcredit.policy import PolicyConfig, PolicyFunctions, make_policy
 from jaxcredit.predictor import (
     PREDICTOR_COUNTS,
     PREDICTOR_FILE,
+    load_labeller,
     predicted_action_values,
     prepare_predictor,
     scored_problems,
@@ -55,6 +57,16 @@ class PredictorOptions(ArmOptions):
     eval_states: int = option(64, low=0, legacy="predictor_eval_states",
                               doc="held-out states (one per validation problem) the fitted model is scored on "
                                   "against exact values; 0: not scored (an environment too large to enumerate)")
+    labeller: str = option("", doc="a training run directory whose final policy labels the dataset (its states, "
+                                   "continuations and action values), its training charged once with the dataset; "
+                                   "empty: the initial network labels it")
+    labeller_seed: int = option(0, low=0, doc="the seed of the labeller run whose final policy is read")
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not isinstance(self.labeller, str):
+            raise ValueError(f"credit_options.labeller of credit 'predictor' must be a path (a string), "
+                             f"got {self.labeller!r}")
 
 
 def predictor_network(context: CreditContext) -> PolicyFunctions:
@@ -68,15 +80,25 @@ def predictor_network(context: CreditContext) -> PolicyFunctions:
 def predictor_prepare(context: CreditContext, key: jax.Array, draw_problem: Callable[[jax.Array], Any],
                       validation_problems: Any = None) -> Preparation:
     """The predictor's dataset and model, once (`predictor.prepare_predictor`): `states` training
-    problems (`draw_problem(key)`), one state each visited by the current (initial) policy, every
-    legal action labelled by `continuations` continuations, then `steps` Adam steps
-    (`learning_rate`). With `validation_problems` (leaves `[V, ...]`) and `eval_states` > 0, the
-    summary holds `predictor.heldout_accuracy` on `eval_states` of them too. Charged to `predictor`."""
+    problems (`draw_problem(key)`), one state each visited by the labelling policy, every legal
+    action labelled by `continuations` continuations, then `steps` Adam steps (`learning_rate`).
+    The labelling policy is the `labeller` run's final policy (`predictor.load_labeller`), else the
+    initial network. With `validation_problems` (leaves `[V, ...]`) and `eval_states` > 0, the
+    summary holds `predictor.heldout_accuracy` on `eval_states` of them too. Charged to
+    `predictor`: the dataset, and the labeller's training once."""
     o = context.options
+    labelling_params, labeller_cost = context.params, None
+    if o.labeller:
+        labeller = load_labeller(o.labeller, seed_index=o.labeller_seed, env=context.env, params=context.params)
+        labelling_params = jax.tree_util.tree_map(jnp.asarray, labeller.params)
+        labeller_cost = labeller.cost
     state, counts = prepare_predictor(
-        context.env, context.policy_fn, context.params, predictor_network(context), key, draw_problem,
+        context.env, context.policy_fn, labelling_params, predictor_network(context), key, draw_problem,
         num_states=o.states, num_continuations=o.continuations, steps=o.steps, learning_rate=o.learning_rate,
         heldout_problems=scored_problems(validation_problems, eval_states=o.eval_states), sharding=context.sharding)
+    if labeller_cost is not None:
+        counts = counts + labeller_cost
+        state["summary"]["labeller_env_steps"] = labeller_cost.env_steps.astype(jnp.float32)
     return Preparation(state=state, charge={"predictor": counts})
 
 
@@ -113,19 +135,23 @@ def prepared_record(options: PredictorOptions, summary: dict, counters: list) ->
         row.update({k: ledger[k] for k in ("predictor_env_steps", "predictor_policy_evals")})
         seeds.append(row)
     settings = {field: getattr(options, name) for field, name in credit_arm("predictor").legacy_fields.items()}
+    if options.labeller:
+        settings.update(labeller=options.labeller, labeller_seed=options.labeller_seed)
     return {"config": settings, "seeds": seeds}
 
 
 def card(options: PredictorOptions, config: dict) -> CardText:
     """What the CA-ID card of a predictor run says."""
-    return CardText("per action: Q̂(s_t, a_t) − Σ_a π₀(a|s_t) Q̂(s_t, a), Q̂ a frozen model of Q^π₀ of the initial "
-                    "policy π₀, fitted once before training (a fixed label per state and action)",
+    labeller = (f"the final policy of {options.labeller} (seed {options.labeller_seed}; its training charged "
+                "with the dataset)" if options.labeller else "the initial policy")
+    return CardText(f"per action: Q̂(s_t, a_t) − Σ_a π₀(a|s_t) Q̂(s_t, a), Q̂ a frozen model of Q^π₀ of π₀, {labeller}, "
+                    "fitted once before training (a fixed label per state and action)",
                     "the network's observation (what the predictor reads)",
                     f"learned action values, fitted offline on one fixed dataset of {options.states} states visited "
                     f"by π₀, every legal action labelled by K={options.continuations} continuations (charged once, "
                     "before the first iteration)",
-                    "continuations under the initial policy π₀ from the forced action to the episode's end (for the "
-                    "dataset only; none during training)")
+                    "continuations under π₀ from the forced action to the episode's end (for the dataset only; none "
+                    "during training)")
 
 
 ARM = register_credit_arm(CreditArm(

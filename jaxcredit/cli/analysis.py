@@ -1,5 +1,6 @@
-"""`jaxcredit audit`, `snr` and `rank`: measurements of credit labels (`jaxcredit.analysis`) on a
-policy: a checkpoint, a run directory's seeds, or an untrained network."""
+"""`jaxcredit audit`, `snr`, `rank` and `quality`: measurements of credit labels
+(`jaxcredit.analysis`) on a policy: a checkpoint, a run directory's seeds, or an untrained network;
+and the predictor arm's label quality at several K before a study fixes it."""
 
 from __future__ import annotations
 
@@ -277,3 +278,43 @@ def add_rank(commands) -> None:
     rank.add_argument("--no-progress", action="store_true", help="no progress bar")
     rank.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     rank.set_defaults(handler=_cmd_rank)
+
+
+def _cmd_predictor_quality(args) -> None:
+    from jaxcredit.analysis.predictor import predictor_quality_markdown
+    from jaxcredit.train.predictor_quality import predictor_quality
+    from jaxcredit.train.presets import get_preset
+    from jaxcredit.train.rundir import write_json_atomic
+
+    try:
+        spec = get_preset(args.preset)
+        if args.arm not in spec.arms:
+            raise ValueError(f"preset {args.preset!r} has no arm {args.arm!r}; its arms: {', '.join(spec.arms)}")
+        config = spec.arm_config(args.arm, num_seeds=args.seeds)
+        record = predictor_quality(config, list(args.continuations))
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    record.update(preset=args.preset, arm=args.arm)
+    if args.out:
+        write_json_atomic(args.out, record)
+    if args.json:
+        print_json(record)
+    else:
+        print(f"predictor label quality of {args.preset}/{args.arm} at K = {', '.join(map(str, args.continuations))}")
+        print(predictor_quality_markdown(record))
+        if args.out:
+            print(f"record in {args.out}")
+
+
+def add_predictor_quality(commands) -> None:
+    quality = commands.add_parser(
+        "quality", help="the predictor arm's held-out label quality and dataset cost at several K, "
+                                  "no training: the record a study's K is chosen from")
+    quality.add_argument("--preset", required=True, help="the sweep preset holding the predictor arm")
+    quality.add_argument("--arm", default="predictor", help="the preset's predictor arm (default predictor)")
+    quality.add_argument("--continuations", type=integer(1), nargs="+", default=[1, 2, 4, 8], metavar="K",
+                         help="the K values to measure (default 1 2 4 8)")
+    quality.add_argument("--seeds", type=integer(1), default=5, help="datasets per K, one per seed (default 5)")
+    quality.add_argument("--out", help="write the record (JSON) here")
+    quality.add_argument("--json", action="store_true", help="print the record as one JSON object")
+    quality.set_defaults(handler=_cmd_predictor_quality)
