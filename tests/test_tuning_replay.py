@@ -79,3 +79,22 @@ def test_replay_charges_a_cut_point_its_segments_up_to_its_rung(tmp_path):
     assert result["rules"]["as run"]["seconds"] == pytest.approx(3 * 18.0)
     assert result["rules"]["halving"]["seconds"] == pytest.approx(18.0 + 2 * 14.0)
     assert result["rules"]["halving"]["rungs"] == [{"evals": 1, "points": 3}, {"evals": 3, "points": 1}]
+
+
+def test_the_replay_command_reproduces_the_published_record(tmp_path, capsys):
+    """`jaxcredit replay NAME=DIR --out FILE` on decorative-study's results record writes exactly its
+    entry of docs/benchmarks/tuning-replay.json (the same rules, picks, regrets and CPU seconds);
+    a directory without a tuning record is one line, exit 2."""
+    import json
+
+    from jaxcredit.cli import main
+
+    out = tmp_path / "replay.json"
+    assert main(["replay", "decorative-study=docs/results/decorative-study/record", "--out", str(out)]) == 0
+    published = json.load(open("docs/benchmarks/tuning-replay.json"))
+    record = json.load(open(out))
+    assert record["rules"] == published["rules"]
+    assert record["studies"] == {"decorative-study": published["studies"]["decorative-study"]}
+    assert "halving picks the full grid's point for 5 of 5" in capsys.readouterr().out
+    assert main(["replay", str(tmp_path)]) == 2
+    assert "not a finished tuned sweep or results record (no sweep_spec.json)" in capsys.readouterr().err

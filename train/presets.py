@@ -104,6 +104,10 @@ _UNTUNED_MAD_STUDY = SweepSpec(
                 "rates)",
 )
 
+# the predictor's labeller in mad-study: outcome (rloo, learning rate 3e-3, entropy 0.01) trained 32,000
+# attempts on 3 seeds from seed 1000; seed 0 ends nearest greedy success 0.5 (0.484; docs/results/mad-study.md)
+MAD_STUDY_LABELLER = "docs/results/mad-study/labeller"
+
 # mad-study's claim, stated before its cells run (written with its date to the sweep's claim.json)
 MAD_STUDY_CLAIM = (
     "Primary endpoint: exact − outcome in average greedy validation success (over the evaluations after the "
@@ -124,7 +128,10 @@ _MAD_STUDY = SweepSpec(
                 "and fixed-steps at 5, a claim stated before the run",
     base={"env": "mad", "learning_rate": 1e-3, "num_seeds": 5, "num_evals": 10, "eval_problems": 256,
           "problems_per_iteration": 16, "attempts_per_problem": 4},
-    arms={**_UNTUNED_MAD_STUDY.arms, "solver-uniform": dict(_UNIFORM_VALUES)},
+    arms={**_UNTUNED_MAD_STUDY.arms,
+          "predictor": {"credit": "predictor", "credit_options.labeller": MAD_STUDY_LABELLER,
+                        "credit_options.labeller_seed": 0},
+          "solver-uniform": dict(_UNIFORM_VALUES)},
     budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
     match_on=("env_steps", "policy_evals"),
     # 40 evaluations in the attempts runs: one every 1,000 attempts, so the run reads at each of the

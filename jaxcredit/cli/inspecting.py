@@ -1,5 +1,6 @@
-"""`jaxcredit report` and `compare`: what finished runs and sweeps show (`jaxcredit.analysis`):
-reports, results pages and paired comparisons of two arms."""
+"""`jaxcredit report`, `compare` and `replay`: what finished runs and sweeps show
+(`jaxcredit.analysis`): reports, results pages and paired comparisons of two arms; and the tuning
+rules replayed on finished tuned sweeps (`jaxcredit.train.tuning_replay`)."""
 
 from __future__ import annotations
 
@@ -94,3 +95,38 @@ def add_compare(commands) -> None:
                          help="attempts, matched (--arm a label arm) or fixed-steps (default attempts)")
     compare.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     compare.set_defaults(handler=_cmd_compare)
+
+
+def _cmd_replay(args) -> None:
+    from jaxcredit.train.rundir import write_json_atomic
+    from jaxcredit.train.tuning_replay import REPLAY_RULES, replay_markdown, replay_study
+
+    studies = {}
+    for item in args.sweeps:
+        name, _, path = item.rpartition("=")
+        path = path or item
+        name = name or os.path.basename(os.path.normpath(path))
+        for needed in ("sweep_spec.json", "tuning.json"):
+            if not os.path.isfile(os.path.join(path, needed)):
+                raise CommandError(f"{path}: not a finished tuned sweep or results record (no {needed})")
+        studies[name] = replay_study(path)
+    record = {"rules": {"as run": "the study's own tuning.json", **REPLAY_RULES}, "studies": studies}
+    if args.out:
+        write_json_atomic(args.out, record)
+    if args.json:
+        print_json(record)
+        return
+    print(replay_markdown(studies))
+    if args.out:
+        print(f"record in {args.out}")
+
+
+def add_replay(commands) -> None:
+    replay = commands.add_parser("replay", help="replay the tuning rules (area with ties, successive halving) on "
+                                                "finished full-grid tuned sweeps, with no new training: each rule's "
+                                                "pick, regret and CPU time")
+    replay.add_argument("sweeps", nargs="+", metavar="[NAME=]DIR",
+                        help="a finished tuned sweep directory or a results page's record/ folder")
+    replay.add_argument("--out", help="write the record (JSON) here")
+    replay.add_argument("--json", action="store_true", help="print the record as one JSON object")
+    replay.set_defaults(handler=_cmd_replay)
