@@ -16,6 +16,30 @@ from jaxcredit.rundir_io import regime_meaning
 from jaxcredit.stats import MIN_RELIABLE_SEEDS
 
 MAX_FINDINGS = 6  # bullets: one per regime, so a page of three regimes has three
+TEST_LEVEL = 0.05  # a Holm-adjusted sign-flip p below this supports a difference
+MEASURE_WORDS = {"average_success": "average", "final_success": "final"}
+
+
+def _is_tested(comparison: dict) -> bool:
+    """Whether the table carries the sign-flip test with Holm (`paired_table(nonparametric=True)`)."""
+    return any("p_sign_flip_holm" in entry["vs_reference"]["final_success"]
+               for rows in comparison["regimes"].values() for entry in _compared(rows))
+
+
+def tested_sentence(entry: dict, measure: str) -> str:
+    """One comparison in one measure, decided by the Holm-adjusted sign-flip p: `"exact beats
+    outcome in average by +0.208 [t +0.011, +0.405; bootstrap +0.05, +0.37], Holm p 0.012"`, or
+    `"inconclusive"` with the same numbers."""
+    d = entry["vs_reference"][measure]
+    p, words = d["p_sign_flip_holm"], MEASURE_WORDS[measure]
+    boot = d.get("bootstrap") or {}
+    intervals = (f"[t {d['low']:+.3f}, {d['high']:+.3f}; bootstrap {boot.get('low', float('nan')):+.3f}, "
+                 f"{boot.get('high', float('nan')):+.3f}]" if d["low"] is not None else "[no interval]")
+    arm, reference = entry["arm"], entry["reference"]
+    if p < TEST_LEVEL and d["mean_diff"] != 0:
+        winner, loser = (arm, reference) if d["mean_diff"] > 0 else (reference, arm)
+        return f"{winner} beats {loser} in {words} by {abs(d['mean_diff']):+.3f} {intervals}, Holm p {p:.3f}"
+    return f"{arm} vs {reference} in {words}: inconclusive ({d['mean_diff']:+.3f} {intervals}, Holm p {p:.3f})"
 
 
 def _compared(rows: dict) -> list:
@@ -34,6 +58,8 @@ def findings_lines(comparison: dict, threshold_differences: dict | None = None, 
     comparisons, at most `MAX_FINDINGS`; then, given `threshold_differences`
     (`analysis.page.threshold_comparisons`), the resolved differences in time to `threshold`
     (`threshold_findings_lines`)."""
+    if _is_tested(comparison):
+        return _tested_findings_lines(comparison)
     lines = ["## Findings", "",
              "Final greedy success, arm − reference, mean over paired seeds with its 95% paired Student-t interval; "
              "a side beats the other only where the interval excludes 0.", ""]
@@ -56,6 +82,24 @@ def findings_lines(comparison: dict, threshold_differences: dict | None = None, 
                   "evaluation at it (a side is sooner only where the interval excludes 0; at the resolution of the "
                   "evaluations).", ""] + timed + [""]
     return lines
+
+
+def _tested_findings_lines(comparison: dict) -> list:
+    """`## Findings` of a table with the sign-flip test: per regime, every comparison in average and
+    final greedy success, decided by the Holm-adjusted sign-flip p (`tested_sentence`)."""
+    lines = ["## Findings", "",
+             "Greedy validation success, arm − reference, mean over paired seeds with its 95% paired t and bootstrap "
+             f"intervals. A side beats the other only where the paired sign-flip permutation test, Holm-adjusted over "
+             f"the arms compared with the same reference in the regime and measure, gives p < {TEST_LEVEL:g}; "
+             "otherwise the comparison is inconclusive.", ""]
+    bullets = []
+    for regime, rows in comparison["regimes"].items():
+        entries = _compared(rows)
+        if entries:
+            claims = [tested_sentence(e, m) for m in ("average_success", "final_success") for e in entries]
+            bullets.append(f"- **{regime}** ({regime_meaning(regime)}, n = {min(e['num_seeds'] for e in entries)}): "
+                           f"{'; '.join(claims)}.")
+    return lines + (bullets or ["- No comparison is finished yet."])[:MAX_FINDINGS] + [""]
 
 
 def threshold_findings_lines(differences: dict, threshold: float) -> list:

@@ -80,6 +80,7 @@ from jaxcredit.analysis.report import _write, _write_json, curve_plots, markdown
 from jaxcredit.analysis.rundirs import kind_of, read_json, read_jsonl, read_sweep_spec, sweep_cells
 from jaxcredit.output_dirs import check_kind, published
 from jaxcredit.rundir_io import (
+    CLAIM_FILE,
     check_strict_file,
     check_writable_dir,
     is_finished,
@@ -160,7 +161,9 @@ def read_sweep_record(path: str, cells: dict) -> SweepRecord:
         configs={name: read_json(os.path.join(run, "config.json")) for name, run in runs.items()},
         timings=read_cell_timings(path, timing_regimes(spec)), gates=gates,
         greedy=read_json(greedy_path, expect=dict) if os.path.isfile(greedy_path) else None,
-        tuning=read_json(os.path.join(path, TUNING_RECORD)) if tuned else None)
+        tuning=read_json(os.path.join(path, TUNING_RECORD)) if tuned else None,
+        claim=read_json(claim_path, expect=dict) if os.path.isfile(claim_path := os.path.join(path, CLAIM_FILE))
+        else None)
 
 
 def _sweep_paths(path: str) -> list:

@@ -21,6 +21,7 @@ from jaxcredit.analysis.gates import FAILED, gate_status, has_gate
 from jaxcredit.analysis.rundirs import policy_eval_flops_of, seed_measures, sweep_credits, sweep_regimes
 from jaxcredit.comparison import arm_environments, comparison_pairs, paired_table
 from jaxcredit.ledger import ACCOUNTS
+from jaxcredit.rundir_io import reading_measures
 from jaxcredit.stats import paired_t, wilson_interval
 
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"  # timing.json's dates
@@ -47,6 +48,7 @@ class SweepRecord(NamedTuple):
     gates: dict
     greedy: dict | None
     tuning: dict | None
+    claim: dict | None = None
 
 
 class PageMeasures(NamedTuple):
@@ -75,6 +77,8 @@ class PageMeasures(NamedTuple):
     greedy_success: dict
     tuning: dict | None
     seed_measures: dict
+    claim: dict | None = None
+    readings: dict | None = None
 
 
 # ----- time ------------------------------------------------------------------------------------------
@@ -334,8 +338,9 @@ def page_measures(record: SweepRecord, *, threshold: float) -> PageMeasures:
     flops = {name: policy_eval_flops_of(config) for name, config in record.configs.items()}
     cell_measures = {tuple(name.split("/", 1)): {**seed_measures(r), "policy_eval_flops": flops[name]}
                      for name, r in rows.items()}
+    nonparametric = bool(spec.get("nonparametric", False))
     comparison = paired_table(pairs, cell_measures, budgets=spec.get("budgets", {}),
-                              reference_arm=spec.get("reference_arm", "outcome"))
+                              reference_arm=spec.get("reference_arm", "outcome"), nonparametric=nonparametric)
     accounts = ledger_accounts(rows)
     reach = {r: {c: first_reach(rows[f"{r}/{c}"], threshold) for c in cells} for r, cells in by_regime.items()}
     spend = {r: {c: cell_spend(rows[f"{r}/{c}"], accounts, policy_eval_flops=flops[f"{r}/{c}"]) for c in cells}
@@ -357,7 +362,44 @@ def page_measures(record: SweepRecord, *, threshold: float) -> PageMeasures:
         behaviour_differences=behaviour_comparisons(pairs, rows) if compared else {},
         greedy=record.greedy, greedy_success=greedy_success(record.greedy) if record.greedy is not None else {},
         tuning=record.tuning if compared else None,
-        seed_measures={name: seed_measures(r) for name, r in rows.items()})
+        seed_measures={name: seed_measures(r) for name, r in rows.items()},
+        claim=claim_measures(record.claim, record.timings),
+        readings=reading_comparisons(spec, pairs, rows, flops) if spec.get("readings") else None)
+
+
+def claim_measures(claim: dict | None, timings: dict) -> dict | None:
+    """The sweep's claim (`claim.json`: `claim`, `stated`) with the start of its first study cell
+    (`first_cell_started`: the earliest session start among the cells outside `tune/`) and whether
+    it was stated before it (`stated_before_cells`: the same second counts, the sweep writes the
+    claim before it starts a cell; None while no cell has started)."""
+    if claim is None:
+        return None
+    starts = [s["started"] for name, record in timings.items() if not name.startswith("tune/")
+              for s in record.sessions]
+    first = min(starts, key=lambda t: datetime.datetime.strptime(t, TIME_FORMAT)) if starts else None
+    before = None if first is None else (datetime.datetime.strptime(claim["stated"], TIME_FORMAT)
+                                          <= datetime.datetime.strptime(first, TIME_FORMAT))  # 1 s resolution
+    return {"claim": claim["claim"], "stated": claim["stated"], "first_cell_started": first,
+            "stated_before_cells": before}
+
+
+def reading_comparisons(spec: dict, pairs: list, rows: dict, flops: dict) -> dict:
+    """`{budget: paired_table}`: the `attempts` cells read at each of `spec["readings"]["attempts"]`
+    (`rundir_io.reading_measures`: each run up to its first evaluation at that many main attempts),
+    compared as the page's own table is (the sign-flip test where the sweep asks for it)."""
+    attempts = [p for p in pairs if p.regime == "attempts"]
+    tables = {}
+    for budget in spec["readings"]["attempts"]:
+        measures = {}
+        for name, r in rows.items():
+            regime, cell = name.split("/", 1)
+            if regime == "attempts":
+                measures[(regime, cell)] = {**reading_measures(r, "main_episodes", budget),
+                                            "policy_eval_flops": flops[name]}
+        tables[str(budget)] = paired_table(attempts, measures, budgets={"attempts": budget},
+                                           reference_arm=spec.get("reference_arm", "outcome"),
+                                           nonparametric=bool(spec.get("nonparametric", False)))
+    return tables
 
 
 def summary_record(m: PageMeasures, *, command: str, audits: list) -> dict:
@@ -375,4 +417,6 @@ def summary_record(m: PageMeasures, *, command: str, audits: list) -> dict:
         **({"behaviour_start": m.start} if m.start else {}),
         **({"threshold_differences": m.threshold_differences} if m.threshold_differences else {}),
         **({"gate": {"status": gate_status(m.spec, m.gates), "records": sorted(m.gates)}} if m.gated else {}),
-        **({"reference_greedy": m.greedy["families"]} if m.greedy is not None else {})}
+        **({"reference_greedy": m.greedy["families"]} if m.greedy is not None else {}),
+        **({"claim": m.claim} if m.claim is not None else {}),
+        **({"readings": m.readings} if m.readings else {})}

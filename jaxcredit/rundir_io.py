@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+CLAIM_FILE = "claim.json"  # a sweep's claim, stated with its date before its first cell
 LOCK_NAME = ".jaxcredit.lock"
 
 # ----- the sweep directory format: regimes and cells ---------------------------------------------
@@ -103,6 +104,17 @@ def seed_measures(rows: list) -> dict:
         out["total_env_steps"].append(mine[-1].get("total_env_steps", 0))
         out["total_policy_evals"].append(mine[-1].get("total_policy_evals", 0))
     return {k: (v if k == "seeds" else np.asarray(v, np.float64)) for k, v in out.items()}
+
+
+def reading_measures(rows: list, counter: str, budget: int) -> dict:
+    """`seed_measures` of a run read at `budget`: its evaluations up to the first at which every
+    seed's `counter` has reached `budget` (a run's evaluation at B is a run of budget B: the
+    learning rate is constant and every draw a function of the seed and the iteration)."""
+    reached = sorted({r["eval_index"] for r in rows
+                      if all(q[counter] >= budget for q in rows if q["eval_index"] == r["eval_index"])})
+    if not reached:
+        raise ValueError(f"the run never reaches {budget:,} {counter}")
+    return seed_measures([r for r in rows if r["eval_index"] <= reached[0]])
 
 
 FAMILY_PREFIX = "success_greedy/"  # metrics rows of a run evaluated on several families: `<metric>/<family>`

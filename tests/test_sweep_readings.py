@@ -85,3 +85,29 @@ def test_bad_regime_fields_and_readings_are_refused(tmp_path):
         with pytest.raises(ValueError, match=message):
             run_sweep(dataclasses.replace(SPEC, **change), str(tmp_path / "x"), progress=False)
     assert not os.path.exists(tmp_path / "x")
+
+
+def test_the_page_states_the_claim_first_and_decides_by_the_sign_flip_test(sweep, tmp_path):
+    """The results page of a sweep with a claim, readings and the sign-flip test: the claim above the
+    findings with its date before the first study cell's start; findings decided by the
+    Holm-adjusted sign-flip p; a table of the attempts runs at each reading; all in summary.json."""
+    from jaxcredit.analysis import write_results_page
+
+    out, table = sweep
+    page = str(tmp_path / "readings.md")
+    write_results_page(out, page, command="jaxcredit report SWEEP --page readings.md")
+    text = open(page).read()
+    stated = json.load(open(os.path.join(out, "claim.json")))["stated"]
+    claim_at, findings_at = text.index("## Claim, stated before the run"), text.index("## Findings")
+    assert claim_at < findings_at
+    assert f"Stated {stated}" in text and "before the first study cell started" in text
+    assert f"> {CLAIM}" in text
+    test = table["regimes"]["attempts"]["mc"]["vs_reference"]["average_success"]
+    word = "beats" if test["p_sign_flip_holm"] < 0.05 else "inconclusive"
+    assert f"Holm p {test['p_sign_flip_holm']:.3f}" in text.split("## Reading")[0]
+    assert word in text.split("## Findings")[1].split("## What")[0]
+    assert "## At several budgets" in text and "| 32 | mc | outcome | 3 |" in text and "| 64 | mc | outcome | 3 |" in text
+    summary = json.load(open(os.path.join(tmp_path, "readings", "summary.json")))
+    assert summary["claim"]["stated_before_cells"] is True
+    assert summary["readings"]["32"]["regimes"]["attempts"]["mc"]["final_success"] == pytest.approx(
+        table["readings"]["32"]["regimes"]["attempts"]["mc"]["final_success"])

@@ -47,6 +47,7 @@ from jaxcredit.output_dirs import check_kind, write_kind
 from jaxcredit.overrides import apply_overrides
 from jaxcredit.plugins import load_plugins
 from jaxcredit.rundir_io import (
+    CLAIM_FILE,
     MATCH_CURRENCIES,
     MATCHED_COUNTERS,
     MATCHED_REGIMES,
@@ -57,6 +58,7 @@ from jaxcredit.rundir_io import (
     RunLock,
     check_writable_dir,
     matched_cell,
+    reading_measures,
     remove_leftovers,
     seed_measures,
     table_regimes,
@@ -80,7 +82,8 @@ class SweepSpec:
     attempts per run; `fixed-steps`: total env steps per run) and the `regimes` to run, in order
     (`matched` takes its budgets from the `attempts` runs). `match_on`: the currencies the matched
     regime matches in (`env_steps`, `policy_evals`, or both). `tune`: a grid every arm is tuned on
-    before the study (`jaxcredit.train.tuning`; None: no tuning, every arm as written)."""
+    before the study (`jaxcredit.train.tuning`; None: no tuning, every arm as written). `tuned`: a
+    committed `tuning.json` whose chosen settings the arms run at instead ("": as written)."""
 
     name: str
     description: str
@@ -96,6 +99,7 @@ class SweepSpec:
     readings: dict | None = None
     claim: str = ""
     nonparametric: bool = False
+    tuned: str = ""
 
     def check(self) -> None:
         """Raise `ValueError` naming what is wrong with the regimes, budgets, `match_on`, `tune`,
@@ -133,6 +137,8 @@ class SweepSpec:
                     for b in budgets):
                 raise ValueError(f"readings: {regime!r} must be 'attempts' with a list of budgets in "
                                  f"(0, {self.budgets.get('attempts')}], got {budgets!r}")
+        if self.tuned and self.tune is not None:
+            raise ValueError("tuned (a recorded tuning's choices) and tune (a tuning phase) exclude each other")
         if self.tune is not None:
             check_tune(self.tune, self.arms)
             if self.tune.get("budget") is None and "attempts" not in self.budgets:
@@ -170,11 +176,27 @@ class SweepSpec:
         num_evals = {arm: self.tuning_config(arm, tune_points(self.tune, arm)[0]).num_evals for arm in self.arms}
         return tuning_plan(self.tune, self.arms, out, num_evals=num_evals, budget=self.tune_budget)
 
+    def recorded_choice(self) -> dict | None:
+        """`{arm: overrides}` from the `tuned` tuning record (None without one); raises `ValueError`
+        when the file is missing or does not choose a setting for every arm."""
+        if not self.tuned:
+            return None
+        if not os.path.isfile(self.tuned):
+            raise ValueError(f"sweep {self.name}: its tuning record {self.tuned} does not exist (run from the "
+                             "repository root)")
+        arms = read_json(self.tuned).get("arms", {})
+        missing = [arm for arm in self.arms if "overrides" not in arms.get(arm, {})]
+        if missing:
+            raise ValueError(f"sweep {self.name}: its tuning record {self.tuned} chooses no setting for {missing}")
+        return {arm: arms[arm]["overrides"] for arm in self.arms}
+
     def cell_configs(self, *, num_seeds: int | None = None, chosen: dict | None = None) -> dict:
         """`{(regime, arm): TrainConfig}` for every cell with a budget of its own (`attempts`,
         `fixed-steps`; `matched_cells` gives the rest), each arm at its `chosen` overrides
-        (`{arm: overrides}`, from tuning; none: as written); raises `ValueError` on a bad field."""
+        (`{arm: overrides}`, from tuning; none: the `tuned` record's, else as written); raises
+        `ValueError` on a bad field."""
         self.check()
+        chosen = self.recorded_choice() if chosen is None else chosen
         cells = {}
         for regime in self.regimes:
             if regime not in REGIME_BUDGET_COUNTERS:
@@ -264,11 +286,10 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
                                  backend=backend, ray_address=ray_address, log=log, plugins=plugins)
 
 
-CLAIM_FILE = "claim.json"  # a sweep's claim, stated with its date before its first cell
 DOC_FIELDS = ("cpu_minutes", "description")  # words about a sweep, not its design: resuming may update them
 # left out of sweep_spec.json at these values, so sweeps written before them read and resume as they were
 _OPTIONAL_FIELDS = {"match_on": ["env_steps"], "tune": None, "regime_fields": None, "readings": None, "claim": "",
-                    "nonparametric": False}
+                    "nonparametric": False, "tuned": ""}
 
 
 def spec_record(spec: SweepSpec, num_seeds: int | None) -> dict:
@@ -344,7 +365,7 @@ def _run_locked_sweep(spec: SweepSpec, cells: dict, out: str, *, resume: bool, n
         stated = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         write_json_atomic(claim_path, {"claim": spec.claim, "stated": stated})
     with backend_session(backend, ray_address=ray_address):  # one Ray session for every phase
-        chosen = None
+        chosen = spec.recorded_choice()
         if spec.tune is not None:  # phase 0: every arm's grid, then each arm's chosen setting
             record = run_tuning(spec, out, backend=backend, ray_address=ray_address, progress=progress, log=log,
                                 plugins=plugins)
@@ -420,17 +441,6 @@ def sweep_table(summaries: dict, spec: SweepSpec, out: str | None = None) -> dic
                                  budgets=spec.budgets, reference_arm=spec.reference_arm)
             for family in families}
     return table
-
-
-def reading_measures(rows: list, counter: str, budget: int) -> dict:
-    """`seed_measures` of a run read at `budget`: its evaluations up to the first at which every
-    seed's `counter` has reached `budget` (a run's evaluation at B is a run of budget B: the
-    learning rate is constant and every draw a function of the seed and the iteration)."""
-    reached = sorted({r["eval_index"] for r in rows
-                      if all(q[counter] >= budget for q in rows if q["eval_index"] == r["eval_index"])})
-    if not reached:
-        raise ValueError(f"the run never reaches {budget:,} {counter}")
-    return seed_measures([r for r in rows if r["eval_index"] <= reached[0]])
 
 
 def reading_tables(spec: SweepSpec, out: str, flops: dict) -> dict:
