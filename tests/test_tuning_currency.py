@@ -232,9 +232,12 @@ def test_page_shows_the_tuning_table_and_both_matched_views(tuned_sweep, tmp_pat
     for arm, entry in record["arms"].items():
         for point in entry["points"]:
             chosen = "**chosen**" if point["point"] == entry["chosen"] else ""
-            assert (f"| {arm} | {point['point']} | " + ", ".join(f"{k}={v}" for k, v in point["overrides"].items())
-                    + f" | {point['mean']:.3f} | " + ", ".join(f"{x:.3f}" for x in point["scores"])
-                    + f" | 2 | {chosen} |") in text
+            setting = ", ".join(f"{k}={v}" for k, v in point["overrides"].items())
+            scores = (f"{point['mean']:.3f} ± {point['se']:.3f} | {point['other']['mean']:.3f} ± "
+                      f"{point['other']['se']:.3f} | " + ", ".join(f"{x:.3f}" for x in point["scores"]))
+            assert f"| {arm} | {point['point']} | {setting} | {point['extension']} | {scores} | 2 |" in text
+            assert text.split(f"| {arm} | {point['point']} | {setting} |")[1].split("\n")[0].endswith(
+                f"| {chosen} |")
     assert "### Regime: matched (" in text and "### Regime: matched-policy-evals (" in text
     assert ("- **matched-policy-evals** (each label arm against the arms without label work given exactly its total "
             "policy evaluations, seed by seed): ") in text
