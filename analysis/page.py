@@ -95,7 +95,7 @@ __all__ = [  # the measures and rendering names are re-exported: callers import 
     "first_reach", "read_cell_timings", "read_sweep_record", "reading_block", "reference_greedy_lines",
     "results_page", "start_behaviour", "sweep_timing", "threshold_comparisons", "tuning_lines",
     "write_results_page"]
-_accounts = ledger_accounts  # its earlier name, which callers import
+_accounts = ledger_accounts  # the name some callers import
 
 REFERENCE_GREEDY = os.path.join("reference", "greedy.json")  # written by `jaxcredit greedy`
 DEFAULT_THRESHOLD = 0.9

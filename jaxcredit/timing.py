@@ -4,14 +4,14 @@ A sweep cell's run directory gets `timing.json` (`TIMING_NAME`), written by the 
 session that ran the cell (the first run, then every resume; a cell already finished before the
 session adds nothing):
 
-    {"sessions": [{"started": "2026-12-01T05:50:12Z", "wall_seconds": 812.4, "resumed": false,
+    {"sessions": [{"started": "YYYY-MM-DDTHH:MM:SSZ", "wall_seconds": 812.4, "resumed": false,
                    "finished": true, "load_average": {"start": [...], "end": [...]},
                    "machine": {"host", "platform", "machine", "cpus", "cpu": {"model", "vector"},
                                "python", "jax_version", "jax_backend", "devices", "libraries"},
                    "program": {"version", "source", "location"}}]}
 
-(`cpu` and `libraries` since 2026-12-02, `program` (`jaxcredit.program.program_record`: the
-jaxcredit version and a fingerprint of its source) since 2026-12-04; older records lack them.)
+(`program` is `jaxcredit.program.program_record`: the jaxcredit version and a fingerprint of its
+source. Records written by older versions may lack `cpu`, `libraries` and `program`: CHANGELOG.md.)
 
 A session stopped by an error or an interrupt is recorded too (`finished: false`), so the time a
 cell took is the sum of its sessions. A session killed outright (`kill -9`, a machine going away)

@@ -328,7 +328,7 @@ class Trainer:
         compared here give each action its own credit: under `sequence` an action of a long
         (failing, repairing) episode weighs `1 / T_i` of one in a short episode, which scales
         action-level credit by episode length (the length bias DAPO, Yu et al. 2025, removes the
-        same way); it is also what earlier runs used. Both are `-Σ_t w_t x_t` with `step_weights`.
+        same way). Both are `-Σ_t w_t x_t` with `step_weights`.
 
         This evaluates the network at every step slot, live or not; the update uses `gradient`,
         which gives the same gradient from the counted steps alone.

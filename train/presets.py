@@ -21,8 +21,8 @@ makes a study long: its length is the label arms' label work, in outcome iterati
   labels and label cost as `solver-uniform`, used on every legal action; see
   `jaxcredit.objectives`), 5 paired seeds, every arm tuned first on `EQUAL_TUNING`, evaluated per
   family on the families within the environment's bound (`default`, `small_targets`,
-  `multiplication`). (Sweeps written before `solver-uniform` was renamed call it `exact-uniform`:
-  they still read, and resuming one says so.)
+  `multiplication`). (Sweeps written with the old name `exact-uniform`
+  read under it; resuming one is refused with the new name.)
 - `density-study`: Routine (fatal, horizon 8, 2 choices) at densities 1/8, 1/4, 1/2, 1 (1, 2, 4, 8
   decisions), outcome vs exact vs mc at each, 3 paired seeds; regimes `attempts` and `fixed-steps`
   only (every arm the same total env steps: the matched-cost comparison). No `matched` regime: it
@@ -179,12 +179,12 @@ PRESETS: dict[str, SweepSpec] = {
         base={"env": "routine", "learning_rate": 3e-3, "num_seeds": 3, "num_evals": 16, "eval_problems": 256,
               "problems_per_iteration": 16, "attempts_per_problem": 4, "holdout_fraction": 0.0},
         arms=_density_arms(),
-        # 16 evaluations over 2,000 attempts (one per 125): the first version (8 over 8,000) found
-        # every cell at greedy success 1.0 at its first evaluation, too coarse to time anything
+        # 16 evaluations over 2,000 attempts (one per 125): cells reach greedy success 1.0 early, so
+        # a coarser schedule would time nothing
         budgets={"attempts": 2_000, "fixed-steps": 100_000},
         reference_arm="outcome-rho0.125",
         regimes=("attempts", "fixed-steps"),
-        cpu_minutes="34 measured (2026-12-01, cells' wall time, at nice 19 beside the test suite)",
+        cpu_minutes="34m of cells' wall time measured on a 2-core CPU",
     ),
     "density-fixed": SweepSpec(
         name="density-fixed",

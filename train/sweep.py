@@ -68,9 +68,9 @@ from jaxcredit.train.config import config_from_dict
 from jaxcredit.train.rundir import read_json, read_jsonl, write_json_atomic
 from jaxcredit.train.tuning import check_tune, point_name, tune_points, tune_seeds, tuning_plan
 
-# Arms of the named presets renamed since (old -> new): a sweep directory written before keeps its
-# old names (reports and comparisons read them from its sweep_spec.json); resuming it is refused
-# with a line saying what changed.
+# Old arm names of the named presets (old -> new): a sweep directory written under an old name
+# keeps it (reports and comparisons read the names from its sweep_spec.json); resuming it is
+# refused with a line naming the new one.
 RENAMED_ARMS = {"exact-uniform": "solver-uniform"}
 
 
