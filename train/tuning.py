@@ -11,7 +11,7 @@ from the study's), `budget` (main attempts per tuning run), `score` (`area`, the
 run directory per arm and point, `tune/<arm>/p<k>`): which runs must reach which evaluation next,
 or, once none must, the record `tuning.json` holds. A sweep runs the plan's runs, then asks
 again, so a tuning phase resumes from whatever its runs hold. The rules (ties, cuts, extensions)
-are `jaxcredit.train.tuning_rules`; docs/training.md#equal-tuning explains them.
+are `jaxcredit.train.tuning_rules`; docs/training.md#equal-tuning-tune explains them.
 """
 
 from __future__ import annotations
