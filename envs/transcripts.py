@@ -7,7 +7,7 @@ the `turns` (each with the agent's raw `reply`, or null when the agent gave none
 `jaxcredit.agents.play` and recomputed by the replay when absent. `replay` plays the replies again
 from the problem: the environment, not the file, decides what each reply did (and the audit refuses
 a stored `prompt` that is not the one the environment shows). `id` is unique within a file
-(`read_transcripts` refuses a duplicate). The schema, field by field, with an example: see
+(`read_transcripts` refuses a duplicate). The schema field by field, with an example:
 docs/agents.md#the-transcript-schema.
 
 Host-side only. Bad input raises `ValueError` naming the transcript (and turn) at fault.
