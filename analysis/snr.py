@@ -7,7 +7,7 @@ jitted program. The estimators are registered credit arms, looked up by name (`o
 `outcome-rloo`, `exact`, `mc`, and plugin arms that need no one-time work). `snr_summary` gives,
 per density and estimator, the SNR `(||ḡ||² - tr Σ̂ / N) / tr Σ̂` and its ratio to outcome's,
 then the log-log fit of the ratio against ρ with a jackknife interval for the slope;
-`predicted_ratio` is the tabular policy's closed form. See docs/density.md#measuring-the-gradient-snr.
+`predicted_ratio` is the tabular closed form. See docs/density.md#measuring-the-gradient-snr.
 
 Shape letters: R densities, J blocks, E estimators, N batches, P problems, G attempts, B = P G,
 T turns, D parameters, C choices.

@@ -4,11 +4,11 @@ For each environment (default MAD and arithmetic) and batch size B, side by side
 `raw` (`jax.vmap(env.step)`, no reset), `adapter` (`GymnaxAdapter(env, encoding="tokens")` with
 automatic reset from the pool: the same observation, so the ratio is the price of the reset and
 the gymnax interface), `adapter one_hot` (the default encoding), `fresh` (`reset_pool=0`, at
-B = 4,096 only) and `raw carried` / `adapter carried` (each step's random action computed at the
-end of the previous step, as a trainer's policy output is). Each side runs T = 2 x `max_turns`
-steps in one jitted `lax.scan`, from the same problems with the same random legal actions, and
-reads what a trainer reads. Steps per second count `B x T`; the target is `adapter / raw` >= 0.5
-at B = 4,096. See docs/benchmarks.md#jaxcredit-bench-adapter.
+B = 4,096 only) and `raw carried` / `adapter carried` (each step's action computed at the end of
+the previous step, as a trainer's policy output is). Each side runs T = 2 x `max_turns` steps in
+one jitted `lax.scan`, from the same problems with the same random legal actions, and reads what a
+trainer reads. Steps per second count `B x T`; the target is `adapter / raw` >= 0.5 at B = 4,096.
+See docs/benchmarks.md#jaxcredit-bench-adapter.
 
 Shape letters: B episodes, T steps.
 """

@@ -1,15 +1,14 @@
 """`jaxcredit bench envs`: environment steps per second, JAX vs NumPy vs plain Python, side by side.
 
-For each environment (one `EnvBench` entry) and each batch size B, implementations of the same
-rules run the same episodes with the same random legal actions: `jax` (jitted and vmapped, the
-T-turn loop one `lax.scan`), `jax carried` (each turn's action computed at the end of the
-previous turn and carried, as a trainer's policy output is), `numpy` (vectorized `[B, ...]`
-arrays) and `python` (the plain-Python reference on the first `min(B, PYTHON_EPISODES)` episodes).
-Random numbers are not what is measured: one table of uniform floats `[T, B]` on a 2**-16 grid is
-drawn before timing, and each side turns it into the k-th legal action in its own idiom, so all
-sides take the very same actions (checked after timing). The rate counts every step taken over
-the best per-call time of interleaved rounds (`common.time_interleaved`). See
-docs/benchmarks.md#jaxcredit-bench-envs.
+For each environment (one `EnvBench` entry) and batch size B, implementations of the same rules
+run the same episodes with the same random legal actions: `jax` (jitted and vmapped, one
+`lax.scan`), `jax carried` (each turn's action computed at the end of the previous turn, as a
+trainer's policy output is), `numpy` (vectorized `[B, ...]` arrays) and `python` (the reference,
+on the first `min(B, PYTHON_EPISODES)` episodes). Random numbers are not what is measured: one
+table of uniform floats `[T, B]` on a 2**-16 grid is drawn before timing, and each side turns it
+into the k-th legal action in its own idiom, so all sides take the same actions (checked). The
+rate counts every step over the best per-call time of interleaved rounds
+(`common.time_interleaved`). See docs/benchmarks.md#jaxcredit-bench-envs.
 
 Shape letters: B episodes, T turns, A actions, L observation length.
 """
