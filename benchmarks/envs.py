@@ -6,9 +6,9 @@ run the same episodes with the same random legal actions: `jax` (jitted and vmap
 trainer's policy output is), `numpy` (vectorized `[B, ...]` arrays) and `python` (the reference,
 on the first `min(B, PYTHON_EPISODES)` episodes). Random numbers are not what is measured: one
 table of uniform floats `[T, B]` on a 2**-16 grid is drawn before timing, and each side turns it
-into the k-th legal action in its own idiom, so all sides take the same actions (checked). The
-rate counts every step over the best per-call time of interleaved rounds
-(`common.time_interleaved`). See docs/benchmarks.md#jaxcredit-bench-envs.
+into the k-th legal action in its own idiom, so every side takes the same actions. The
+rate counts every step over the best per-call time of interleaved rounds. See
+docs/benchmarks.md#jaxcredit-bench-envs.
 
 Shape letters: B episodes, T turns, A actions, L observation length.
 """

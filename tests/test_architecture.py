@@ -239,7 +239,7 @@ def test_every_results_page_opens_with_its_findings():
 # ----- modules: short docstrings, no history, no long files --------------------------------------
 MODULE_DOCSTRING_MAX_WORDS = 150
 MODULE_MAX_LINES = 600
-ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+ISO_DATE = re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)")  # a date, alone or in a timestamp
 DOCS_LINK = re.compile(r"\bdocs/([\w./-]+\.md)(?:#([\w-]+))?")
 
 
@@ -307,6 +307,7 @@ def test_the_module_checks_catch_a_long_docstring_and_a_date(tmp_path):
     short, long, dated = tmp_path / "short.py", tmp_path / "long.py", tmp_path / "dated.py"
     short.write_text('"""' + " ".join(["word"] * 150) + '"""\n')
     long.write_text('"""' + " ".join(["word"] * 151) + '"""\n')
-    dated.write_text('"""Fine."""\n\nX = "2026-12-01"  # measured 2026-12-02\n\n\ndef f():\n    """Since 2026-12-03."""\n')
+    dated.write_text('"""Fine."""\n\nX = "2026-12-01"  # measured 2026-12-02\n\n\n'
+                     'def f():\n    """Since 2026-12-03T05:50:12Z."""\n')
     assert _long_docstrings([short, long]) == [f"{long}: 151 words"]
     assert _dated([short, dated]) == [f"{dated}: 2026-12-03", f"{dated}: 2026-12-02"]
