@@ -3,19 +3,13 @@
 `ChatCompletionsAgent(base_url, model)` is a callable `prompt -> reply`: it POSTs
 `{base_url}/chat/completions` with the prompt as the user message (and an optional system
 message) and returns `choices[0].message.content`. The API key is read from the environment
-variable `api_key_env` (sent as `Authorization: Bearer ...`; none is sent when the variable is
-unset, as local servers such as vLLM or llama.cpp allow) and never written anywhere.
-
-`timeout` bounds each whole request: connecting, sending and reading the full response. A
-watchdog shuts the socket down at the deadline, so an endpoint that sends one byte at a time
-cannot hold the agent past it. Timeouts, refused connections, responses cut short (an
-incomplete body, a connection reset mid-body), HTTP 429 and 5xx are retried `retries` times
-with exponential backoff; any other HTTP error, and a response that is not the expected JSON,
-raise `AgentError` at once with a one-line reason. A reply longer than `max_reply_bytes`
-(UTF-8; the response body is read only up to that plus `ENVELOPE_BYTES` for the JSON around
-it), or one that is not valid Unicode (a lone surrogate), is not an agent failure but an
-invalid reply: `InvalidReply`, which the agent loop plays as a refused turn and records with its
-reason.
+variable `api_key_env` (none is sent when it is unset, as local servers allow) and never written
+anywhere. `timeout` bounds each whole request, enforced by a watchdog that shuts the socket down
+at the deadline. Timeouts, refused connections, responses cut short, HTTP 429 and 5xx are retried
+`retries` times with exponential backoff; any other failure raises `AgentError` with a one-line
+reason. A reply over `max_reply_bytes`, or not valid Unicode, is an invalid reply
+(`InvalidReply`), which the agent loop plays as a refused turn. See
+docs/agents.md#playing-an-agent.
 """
 
 from __future__ import annotations

@@ -2,20 +2,14 @@
 
 `play(env, agent, problems)` starts one episode per problem, shows the agent the protocol's
 prompt, plays its reply (`jaxcredit.envs.menu_protocol.make_protocol`: the free-form text
-commands or the lettered menu) and repeats until the episode ends, recording every turn in
-the transcript schema of `jaxcredit.envs.transcripts`. An agent is
-
-- any callable `prompt: str -> reply: str` (one episode at a time), or
-- with `batched=True`, a callable `list[str] -> list[str]`: the prompts of up to `batch_size`
-  live episodes at once, played in lockstep (for throughput), or
-- an object with `respond(prompts, states, protocol) -> replies`, which also sees the states:
-  the reference agents (`jaxcredit.agents.reference`), a view no language model has.
-
-A reply the agent marks invalid (`InvalidReply`: the HTTP agent's reply over its size cap) is
-played as the empty reply, a refused turn, and recorded with `reply: ""` and the reason.
-An agent that raises (a network failure, a timeout, a malformed response) ends its episodes
-with the error: the transcript keeps every turn played, its last turn has `reply: null`, its
-`error` says what happened and its status is `error`; no further problem is started.
+commands or the lettered menu) and repeats until the episode ends, recording every turn in the
+transcript schema of `jaxcredit.envs.transcripts`. An agent is a callable `prompt -> reply`, a
+batched callable `list[str] -> list[str]` (`batched=True`: up to `batch_size` live episodes in
+lockstep), or an object with `respond(prompts, states, protocol)` that also sees the states (the
+reference agents). A reply marked invalid (`InvalidReply`) is played as a refused turn and
+recorded with its reason. An agent that raises ends its episodes with the error (the last turn's
+`reply` null, status `error`), and no further problem is started. See
+docs/agents.md#playing-an-agent.
 """
 
 from __future__ import annotations

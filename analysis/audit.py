@@ -1,23 +1,14 @@
 """Label reliability audits: how far Monte Carlo action credit can be trusted, against exact values.
 
 `run_audit` plays the policy's own episodes (one per problem), samples one live state from each,
-and, in the forced mode, estimates every legal action's credit `Q̂(s, a) − V̂(s)` (`V̂ = Σ_a
-π(a|s) Q̂(s, a)`) with K continuations per action, run as two independent halves of K/2 (two
-keys); the sampled mode (the study's protocol, `audit_sampled.py`) runs completions under the
-policy itself instead, and `mode="both"` runs both on the same states. The forced mode reports:
-
-- **sign agreement** of the largest-magnitude credit between the halves (`sign_agreement`: the
-  action one half rates most consequential, is its sign the same in the other half? 1 for
-  identical halves, about 0.5 for noise);
-- **split-half correlation** of the two halves' credits over every (state, legal action), and
-  its Spearman-Brown projection to the full K;
-- **Monte Carlo error against the exact values** as K grows (prefixes of the K returns), with
-  the error a Bernoulli return would give, `sqrt(mean q(1-q) / k)`;
-- **where the credit sits**: the share of the exact `|Δ|` mass of the episodes (and of the
-  Monte Carlo `|Δ̂|` of the sampled states' taken actions) on steps before the episode's final
-  action;
-- the **action classes** of the episodes' actions under the same policy (`classes.py`);
-- on arithmetic, the **FINAL-context** rates over every visited state (`final_context.py`).
+and, in the forced mode, estimates every legal action's credit `Q̂(s, a) − V̂(s)` with K
+continuations per action, run as two independent halves; the sampled mode (`audit_sampled.py`)
+runs completions under the policy itself, and `mode="both"` runs both on the same states. The
+forced mode reports the sign agreement of the largest-magnitude credit between the halves, the
+split-half correlation (with its Spearman-Brown projection), the Monte Carlo error against the
+exact values as K grows, where the exact credit sits (before the final action or not), the
+episodes' action classes (`classes.py`) and, on arithmetic, the FINAL-context rates
+(`final_context.py`). See docs/analysis.md#audit-analysisauditpy-run_audit.
 
 Shape letters: N sampled states, A actions, K continuations, B episodes, T turns.
 """

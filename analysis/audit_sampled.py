@@ -1,23 +1,14 @@
 """The study's label audit: completions sampled under the policy itself, compared between halves.
 
 The forced-action audit (`audit.py`) starts K continuations with every legal action of a state.
-The study's protocol instead samples `C` completions per state under the policy itself, so each
-completion's first action is drawn from `π(·|s)`; it only learns about the actions the samples
-took. Per half of the completions (the first `C // 2`, the other `C − C // 2`; independent draws):
-
-- `Q̂(s, a)`: the mean return of the half's completions whose first action was `a`, for every
-  action the half took (`n(s, a) > 0`);
-- `V̂(s)`: the mean return of all the half's completions (the sample estimate of `Σ π Q`, as
-  the forced audit's `V̂ = Σ π Q̂`);
-- `Δ̂(s, a) = Q̂(s, a) − V̂(s)`.
-
-The statistic is the forced audit's question asked of the actions the samples took: in one
-half, the action with the largest `|Δ̂|` among those it took; does the other half give it the
-same sign? Both directions; a state where the other half never took that action cannot be
-compared (`num_unmatched`). Also reported: the same with the exact `Δ` choosing among the
-actions either half took and the estimate from all `C` compared (`sign_agreement_vs_exact`), the
-split-half correlation over the (state, action) pairs both halves took, and `Q̂` against the exact
-`Q` with the error 0/1 returns must give, `sqrt(mean q(1 − q) / n(s, a))`.
+The study's protocol instead samples `C` completions per state under the policy itself, so it
+only learns about the actions the samples took. Per half of the completions (independent draws):
+`Q̂(s, a)`, the mean return of the half's completions whose first action was `a`; `V̂(s)`, the mean
+return of all of them; `Δ̂ = Q̂ − V̂`. The statistic: in one half, the action with the largest
+`|Δ̂|` among those it took; does the other half give it the same sign? A state where the other
+half never took that action is not compared (`num_unmatched`). Also reported: agreement with the
+exact `Δ`, the split-half correlation, and `Q̂` against the exact `Q`. See
+docs/reliability.md#label-audits-forced-actions-and-sampled-completions.
 
 Shape letters: N states, C completions per state, A actions.
 """

@@ -2,32 +2,17 @@
 
 Each live action of an episode gets the exact credit `Δ_t = Q(s_t, a_t) − V(s_t)` under a chosen
 policy π (`jaxcredit.analysis.exact`): how much taking `a_t` in `s_t`, then following π, changes
-the chance of success compared with drawing the action from π itself. This is the expected
-counterfactual difference, not the literal difference of two returns: a single episode's return
-with and without the action is a random variable that depends on everything after it (and needs
-a named alternative action), whereas `Q − V` averages over every continuation and over π's
-alternatives, is exactly what the credit estimators label (it has mean 0 under π), and is
-computed exactly by the solver. A different alternative (e.g. the best one, `Q(s, a) − max_b
-Q(s, b)`) is a different question; the reference policy (`"policy"`, `"uniform"`, `"optimal"`)
-is the setting that chooses it.
-
-With the state's tolerance `ε_t = max(absolute_tolerance, relative_tolerance · min(V(s_t), 1 − V(s_t)))`
-(defaults 1e-6 and 0.01):
+the chance of success compared with drawing the action from π itself. With the state's tolerance
+`ε_t = max(absolute_tolerance, relative_tolerance · min(V(s_t), 1 − V(s_t)))` (defaults 1e-6 and
+0.01):
 
 - **load-bearing**: `Δ_t > ε_t`, the action raised the chance of success;
 - **decorative**: `|Δ_t| <= ε_t`, it changed (almost) nothing;
 - **harmful-but-recovered**: `Δ_t < −ε_t` in an episode that still succeeded;
 - **harmful**: `Δ_t < −ε_t` in an episode that failed.
 
-The tolerance is symmetric twice over: the same `ε_t` on both sides of 0, and the relative part
-scales with the smaller of the chances of success and of failure, so a move is judged against
-how much was left to gain or to lose. At `V = 0.01` (the uniform policy at the start of a
-default MAD tape) an action must move `V` by more than 1e-4; at `V = 0.999` (a trained policy)
-likewise by more than 1e-5, so an action that costs 0.5 points of success there is harmful, not
-decorative (scaled by `V` alone, as before, any cost under 1 point was called decorative). The
-absolute floor keeps float round-off from being called an effect and makes every action of a
-certain state (`V = 0` or `V = 1`) decorative unless it changes `V` by more than it.
-`relative_tolerance = 0` gives a purely absolute tolerance.
+Why `Q − V` rather than the difference of two returns, and why the tolerance scales with the
+smaller of the chances of success and failure: see docs/analysis.md#action-classes-analysisclassespy.
 
 Shape letters: B episodes, T turns.
 """

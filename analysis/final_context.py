@@ -1,20 +1,14 @@
 """The FINAL-context analysis of arithmetic: how often a policy answers where answering wins.
 
 A FINAL action is excellent when the target has been reached and harmful otherwise. Each visited
-state gets a context from its live slots and the target:
-
-- with `require_all_used` (the default): `target_only_live` (the only live slot equals the
-  target: its FINAL wins), `target_live_with_others` (a live slot equals the target but others
-  are live: every FINAL is wrong, the combinations are not done), `target_not_live` (no live
-  slot equals the target);
-- without it: `target_live` (a FINAL of a slot equal to the target wins) and `target_not_live`.
-
-Per context and overall (`all`): the number of states `n`; the policy's exact FINAL probability
-`Σ_k π(FINAL k | s)` averaged over the states (the expected FINAL rate there) and its
-probability of a winning FINAL; the same two for the uniform reference at the same states
-(`#live / #legal` and `#winning / #legal`, hand-checkable); and, given the actions taken, how many
-were a FINAL (`chosen`) with the rate's Wilson interval (`jaxcredit.stats.wilson_interval`; the
-steps of one episode are not independent draws, so read it as indicative).
+state gets a context from its live slots and the target: with `require_all_used` (the default)
+`target_only_live` (its FINAL wins), `target_live_with_others` (every FINAL is wrong) or
+`target_not_live`; without it `target_live` or `target_not_live`. Per context and overall
+(`all`): the number of states `n`; the policy's exact FINAL probability and its probability of a
+winning FINAL, averaged over the states; the same two for the uniform reference; and how many of
+the actions taken were a FINAL (`chosen`), with the rate's Wilson interval (indicative: the steps
+of one episode are not independent draws). See
+docs/analysis.md#final-context-arithmetic-analysisfinal_contextpy.
 
 Shape letters: N states, A actions, C slots.
 """

@@ -95,9 +95,8 @@ def timing_summary(timings: dict, regimes: list) -> dict:
     CellTiming}` (every run the sweep started, in a fixed order).
 
     `programs` (`[{"version", "source"}]`, the jaxcredit that ran the cells: `jaxcredit.program`) and
-    `unrecorded_program_cells` are present only when some session records its program (since
-    2026-12-04), so older sweeps' records are unchanged; each cell names its programs' indices
-    (`programs`) when the cells ran under more than one."""
+    `unrecorded_program_cells` are present only when some session records its program; each cell
+    names its programs' indices (`programs`) when the cells ran under more than one."""
     cells, machines, loads, starts, ends, ran_on = {}, [], [], [], [], {}
     programs, ran_under = [], {}
     for name, record in timings.items():

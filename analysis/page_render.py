@@ -95,7 +95,7 @@ def _fields_text(fields: dict) -> str:
 
 # ----- how the page was made ---------------------------------------------------------------------
 def _cpu_text(machine: dict) -> str:
-    cpu = machine.get("cpu")  # recorded since 2026-12-02
+    cpu = machine.get("cpu")  # absent from records older versions wrote
     return f" ({cpu['model']}; {', '.join(cpu['vector']) or 'no listed vector extensions'})" if cpu else ""
 
 

@@ -1,35 +1,15 @@
 """The ranking study: do progress labels rank decorative steps above load-bearing ones, compared
 with exact counterfactual credit, and on which steps do the two disagree?
 
-On the steps of a fixed policy's own episodes, every live step gets
-
-- three **progress labels** `Φ(h_{t+1}) − Φ(h_t)` (where a step leads, not what it did), each
-  equal to its credit arm's label: `progress-soft` (Φ the fraction of N continuations that
-  succeed), `progress-hard` (Φ whether any of the same N succeeds: one set of continuations for
-  both, `credit.branch_state_progress_kinds`) and `progress-model` (its arm's `compute`, Φ the
-  network's value head fitted on the policy's own episodes' outcomes, `fit_value_head`);
-- the **exact counterfactual credit** `Δ_t = Q^π(s_t, a_t) − E_{a' ~ ρ}[Q^π(s_t, a')]` under every
-  replacement ρ the environment allows (`on-policy`, `uniform`, `null`: `credit.REPLACEMENTS`),
-  from the solver's values of π (`analysis.exact.exact_step_values`) and the arms' own baseline
-  (`credit.replacement_value`), so Δ equals the `exact` arm's credit with that `replacement`;
-- an **action class** (`RANK_CLASSES`): `decorative` when it took one of the environment's
-  decorative actions (`Environment.decorative_action_mask`), else the class of its on-policy Δ
-  (`analysis.classes.classify_actions`): `load-bearing`, `harmful-but-recovered`, `harmful`,
-  or `neutral` (a task action whose Δ is within the tolerance: it changed nothing).
-
-`ranking_measures` then gives, per progress label × replacement × class, the suite's label
-measures (`analysis.label_measures`: sign agreement, Spearman rank correlation, normalised
-error), the mean label each label kind (progress and each Δ) gives each class, per label kind
-the share of decorative steps ranked above the median load-bearing step, and the disagreement:
-per (progress label, replacement) the classes ordered by the gap in mean percentile rank between
-the label and Δ, the top one named.
-
-The learned label's value head is fitted here rather than by the trainer (analysis never imports
-it), the way the trainer fits it under `progress-model`: the arm's own critic batch (every live
-state of a batch of the policy's episodes, its return to go as target), the squared error,
-Adam with gradient clipping, a fixed number of full-batch steps, starting from the checkpoint's
-own parameters. The fitting episodes are a second batch, independent of the labelled ones.
-Only the fitted copy's value head is read; the policy is the checkpoint's.
+On the steps of a fixed policy's own episodes, every live step gets three **progress labels**
+`Φ(h_{t+1}) − Φ(h_t)`, each its credit arm's label (`progress-soft`, `progress-hard`,
+`progress-model`); the **exact counterfactual credit** `Δ_t` under every replacement the
+environment allows (`credit.REPLACEMENTS`); and an **action class** (`RANK_CLASSES`: `decorative`
+for the environment's decorative actions, else its on-policy Δ's class, `neutral` for a task
+action within the tolerance). `ranking_measures` gives, per label, replacement and class, the
+suite's label measures (`analysis.label_measures`), the mean label per class, the share of
+decorative steps ranked above the median load-bearing step, and where labels and Δ disagree most.
+`progress-model`'s value head is fitted here as the trainer fits it. See docs/ranking.md.
 
 Shape letters: B episodes, T turns, A actions, n live steps.
 """

@@ -1,24 +1,13 @@
 """Gradient signal-to-noise ratio of credit estimators across decision densities (Routine).
 
-For one policy (a network, untrained or from a checkpoint, or the tabular policy below) and each
-density ρ of a grid, `gradient_moments` draws `N` independent batches (P problems with exactly
-`round(ρ H)` decisions, G attempts each), computes every estimator's policy-gradient vector of
-each batch, `g = (1/B) Σ_{i,t} A_{i,t} ∇θ log π(a_{i,t} | s_{i,t})` (B = P G episodes, live
-steps), and keeps per-block sums of `g` and `g²` (J blocks of N / J batches). One jitted program:
-the batches of a block are vmapped, blocks and densities are `lax.map`ped. The estimators are the
-registered credit arms (`jaxcredit.arm_registry`), looked up by name: `outcome` (GRPO by default,
-or rloo / mean: `outcome-rloo` is the outcome arm with that baseline), `exact` (`Q^π - V^π` of the
-current policy from the solver), `mc` in its `q` variant (`Q̂ - V̂` from K forced-action
-continuations, `V̂ = Σ π Q̂`), and any arm a plugin registers (`jaxcredit.register_credit_arm`)
-that needs no one-time work or fitted head (`prepare`, `fit_for_labels`), with its default options.
-
-`snr_summary` turns the sums into, per density and estimator, the SNR `(||ḡ||² - tr Σ̂ / N) / tr Σ̂`
-(the squared norm of the mean gradient, debiased for the noise of the mean, over the trace of the
-covariance of one batch's gradient), the median over parameters of the same ratio per parameter,
-and the ratio of each estimator's SNR to outcome's; then the log-log fit of the ratio against the
-realised density ρ = D / H (slope, R², and a jackknife-over-blocks 95% interval for the slope). `predicted_ratio` is the
-closed form derived in docs/density.md for the tabular policy at uniform init with the rloo or
-mean baseline.
+For one policy (a network, untrained or from a checkpoint, or a tabular policy) and each density
+ρ of a grid, `gradient_moments` draws `N` independent batches, computes every estimator's
+policy-gradient vector of each batch, and keeps per-block sums of `g` and `g²` (J blocks), in one
+jitted program. The estimators are registered credit arms, looked up by name (`outcome`,
+`outcome-rloo`, `exact`, `mc`, and plugin arms that need no one-time work). `snr_summary` gives,
+per density and estimator, the SNR `(||ḡ||² - tr Σ̂ / N) / tr Σ̂` and its ratio to outcome's,
+then the log-log fit of the ratio against ρ with a jackknife interval for the slope;
+`predicted_ratio` is the tabular closed form. See docs/density.md#measuring-the-gradient-snr.
 
 Shape letters: R densities, J blocks, E estimators, N batches, P problems, G attempts, B = P G,
 T turns, D parameters, C choices.

@@ -2,16 +2,12 @@
 
 The decision-density claim is about this path: D consequential decisions stay fixed while the
 horizon `H = D / ρ` grows, so only routine turns are added. `measure_fixed_decisions` measures,
-for one policy and N seeds (independent batch streams; for an untrained network also independent
-initialisations), every estimator's SNR at every density of a grid: one environment per density
-(`Routine(decisions=D, density=ρ)`, all with one token layout, `vocab_horizon` = the largest H,
-so the same parameters read every horizon), each compiled once with the seeds `lax.map`ped.
-
-`fit_over_seeds` fits `log y = a + b log ρ` seed by seed and reports the mean slope, its 95%
-interval over seeds (t with N - 1 degrees of freedom) and the R² of the line through the seeds'
-mean of `log y`, in two units: **power** (the SNR measured here, `||E g||² / tr Cov g`) and
-**amplitude** (its square root, the units of a ρ^(-1/2) claim): an amplitude slope is half the
-power slope. The claim's turn-level / trajectory-level ratio is SNR(exact or mc) / SNR(outcome).
+for one policy and N seeds, every estimator's SNR at every density of a grid: one environment per
+density (`Routine(decisions=D, density=ρ)`, all with one token layout so the same parameters read
+every horizon), each compiled once with the seeds `lax.map`ped. `fit_over_seeds` fits
+`log y = a + b log ρ` seed by seed and reports the mean slope, its 95% interval over seeds and
+the R², in **power** units (the SNR measured here) and **amplitude** units (its square root, half
+the slope). See docs/density.md#at-a-fixed-number-of-decisions---decisions-d.
 
 Shape letters: N seeds, R densities, E estimators, J blocks, D parameters.
 """

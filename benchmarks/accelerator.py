@@ -1,31 +1,15 @@
 """`jaxcredit bench accelerator --out FILE`: every suite at accelerator sizes, under a time cap, into one JSON file.
 
-Stages, run in this order, each with its own time budget (`STAGES`; the sizes in `benchmarks/accelerator_stages.py`):
-
-- `envs`: the `bench envs` JAX rollout's steps/s against batch size, 2^10 to 2^22, both environments;
-- `branch`: the `bench branch` workload (605 audit states, K = 64, unforced and every legal first
-  action forced) as one `branch_returns` call, at chunk sizes 512 (the default) to 131,072 and at
-  4,840 states;
-- `mad_study_cell`: `run_training` (what `jaxcredit train` runs) of the `mad-study` preset's mc arm
-  with a small budget, timed end to end (compilation, evaluations and checkpoints included);
-- `train`: the `bench train` suite at its default sizes;
-- `solver`: the solver scaling curve, with a memory budget of what the device has free.
-
-The time cap (`--time-cap`, default 450 s, under 8 minutes with the process start) is enforced at
-three levels: a stage that would start with less than its minimum time left is recorded as skipped;
-inside a stage, a point (a batch size, a chunk size) whose predicted time would overrun the stage's
-budget is recorded as skipped, and so are the larger ones after it; and a watchdog thread writes the
-file (the running stage marked as stopped) and ends the process when the cap is reached.
-
-Memory: before a point runs, its compiled program's memory (`memory_analysis()`: arguments, outputs
-and temporaries) is compared with what the device has free (`memory_stats()`; on CPU, half the
-host's memory); a point that does not fit, or that fails with `RESOURCE_EXHAUSTED`, is recorded as
-`"out of memory"` and ends that curve, which the file shows instead of a crash. Any other error is
-recorded in its stage (`"failed"`), and the next stage runs.
-
-The file is rewritten (atomically, strict JSON) after every stage, so a process killed from outside
-leaves every finished stage on disk; `"status"` is `"running"` until the end, then `"complete"`.
-`--quick` runs tiny sizes on a tiny network (a CPU test exercises every path in seconds).
+Stages, in order, each with its own time budget (`STAGES`; sizes in `benchmarks/accelerator_stages.py`):
+`envs` (rollout steps/s, batch 2^10 to 2^22), `branch` (the `bench branch` workload at chunk
+sizes 512 to 131,072), `mad_study_cell` (one `run_training` of `mad-study`'s mc arm, end to end),
+`train` (the `bench train` suite) and `solver` (the solver scaling curve). The time cap
+(`--time-cap`, default 450 s) is enforced per stage, per point (a point predicted to overrun is
+skipped, with the larger ones after it) and by a watchdog thread that writes the file and ends the
+process. A point whose compiled program does not fit the device's free memory, or fails with
+`RESOURCE_EXHAUSTED`, is recorded as `"out of memory"` and ends that curve. The file is rewritten
+atomically after every stage. `--quick` runs tiny sizes. See
+docs/benchmarks.md#jaxcredit-bench-accelerator.
 """
 
 from __future__ import annotations

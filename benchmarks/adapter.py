@@ -1,29 +1,14 @@
 """`jaxcredit bench adapter`: the gymnax adapter's auto-reset step against the raw batched step.
 
 For each environment (default MAD and arithmetic) and batch size B, side by side in one run:
-
-- `raw`: `jax.vmap(env.step)` over the jaxcredit states, no reset (an ended episode stays ended,
-  at the same cost);
-- `adapter`: `jax.vmap(adapter.step)` of `GymnaxAdapter(env, encoding="tokens")` with the params
-  of `make_params` (automatic reset from the pool): the same token observation as `raw`, so the
-  ratio is the price of the reset and the gymnax interface alone;
-- `adapter one_hot`: the same with the adapter's default encoding (float32 `[L * V]`): what an
-  MLP trainer pays, encoding included;
-- `fresh` (not with `--quick`; at B = 4,096 only): the adapter with `reset_pool=0`, a fresh
-  `env.sample_problem` draw on every step (the behaviour before the pool; timed once, it is slow);
-- `raw carried` and `adapter carried`: `raw` and `adapter` with each step's random action computed
-  at the end of the previous step and carried through the scan, so it reaches the step as a
-  finished array, as a trainer's policy output does. Computed inside the step, XLA recomputes the
-  benchmark policy's legal-action search in each fusion that reads the action (more of them in the
-  adapter's step), which is part of what `adapter / raw` measures; `carried` / `carried` is the
-  reset's price without that.
-
-Each side runs T = 2 x `max_turns` steps (so every episode ends and restarts at least once) in one
-jitted `lax.scan`, from the same starting problems, with the same random legal actions (the k-th
-legal action of `benchmarks.envs.random_legal_action_jax` from a shared float table `[T, B]`), and
-reads what a trainer reads: the observation (summed), the reward and the end flags. The step keys
-`[T, B]` are split once before timing: the trainer's key splitting is not the adapter's cost.
-Steps per second count `B x T`; the ratio `adapter / raw` is the target (>= 0.5 at B = 4,096).
+`raw` (`jax.vmap(env.step)`, no reset), `adapter` (`GymnaxAdapter(env, encoding="tokens")` with
+automatic reset from the pool: the same observation, so the ratio is the price of the reset and
+the gymnax interface), `adapter one_hot` (the default encoding), `fresh` (`reset_pool=0`, at
+B = 4,096 only) and `raw carried` / `adapter carried` (each step's action computed at the end of
+the previous step, as a trainer's policy output is). Each side runs T = 2 x `max_turns` steps in
+one jitted `lax.scan`, from the same problems with the same random legal actions, and reads what a
+trainer reads. Steps per second count `B x T`; the target is `adapter / raw` >= 0.5 at B = 4,096.
+See docs/benchmarks.md#jaxcredit-bench-adapter.
 
 Shape letters: B episodes, T steps.
 """

@@ -1,24 +1,14 @@
 """`jaxcredit bench branch`: branch continuations per second with the ~100k-parameter network.
 
-The workload is the label-reliability audit's: 605 mid-episode states taken from the network
-policy's own MAD episodes (default MAD, every live state of the first episodes, in order), and
-64 continuations from each, run to the end of the episode under the same network:
-
-- `unforced`: 605 x 64 continuations from each state (Monte Carlo `V̂(s)`).
-- `forced`: every legal first action forced, 605 x 9 x 64 continuations (MAD has exactly
-  `length + 1 = 9` legal actions in every live state; `max_legal_actions=9` skips the 8
-  illegal ones of the 17, whose results would be discarded) -- the `Q̂(s, a)` an audit of every
-  action's credit needs.
-- `unforced_k4`: 605 x 4, where each per-state call has little work and its fixed cost shows.
-
-Each runs as ONE `branch_returns` call (jitted, vmapped, chunked), against the same
-continuations run one state at a time (the same jitted function called with one state, in a
-Python loop). The per-state side is timed on a sample of states spread over the 605 and
-extrapolated to all of them (mean time per state x 605); the report says so. The rate counts
-live continuation steps (the ledger's `label_env_steps`), so padding is never counted.
-The batched call's process CPU time (all threads) is reported too, with the load average: on a
-shared machine wall time depends on the other jobs, and CPU time bounds what an idle one takes.
-Timing: `common.time_interleaved` (compilation and warm-up excluded, best of interleaved rounds).
+The workload is the label-reliability audit's: 605 mid-episode states from the network policy's
+own default-MAD episodes, and 64 continuations from each, run to the end of the episode under the
+same network: `unforced` (605 x 64, Monte Carlo `V̂(s)`), `forced` (every one of the 9 legal first
+actions forced, 605 x 9 x 64, the `Q̂(s, a)` an audit needs) and `unforced_k4` (605 x 4, where the
+fixed cost per call shows). Each runs as ONE `branch_returns` call against the same continuations
+run one state at a time (timed on a sample of states and extrapolated to all 605). The rate counts
+live continuation steps (the ledger's `label_env_steps`); the batched call's process CPU time is
+reported too, with the load average. Timing: `common.time_interleaved`. See
+docs/benchmarks.md#jaxcredit-bench-branch.
 """
 
 from __future__ import annotations

@@ -1,30 +1,14 @@
 """`jaxcredit bench envs`: environment steps per second, JAX vs NumPy vs plain Python, side by side.
 
-For each environment (one `EnvBench` entry) and each batch size B, three implementations of the
-same rules run the same episodes with the same random legal actions:
-
-- `jax`: the jitted, vmapped environment; the whole T-turn loop is one `lax.scan` in one `jit`.
-- `jax carried`: the same, with each turn's random action computed at the end of the previous
-  turn and carried through the scan, so it reaches the step as a finished array (as a trainer's
-  policy output does, and as the NumPy side's is). Computed inside the turn, XLA recomputes the
-  benchmark policy's legal-action search in each fusion that reads the action (the observation's
-  included), which is part of what `jax` measures. Same actions, same episodes (checked).
-- `numpy`: a NumPy-vectorized version (`[B, ...]` arrays), a Python loop over the T turns.
-- `python`: the plain-Python reference, one episode after another, on the first
-  `min(B, PYTHON_EPISODES)` episodes (its rate does not depend on B; a sample keeps runs short).
-
-Fairness: random-number generation must not be what is measured. Before any timing, one table
-of uniform floats `[T, B]` is drawn (and the problems), identical for all three sides. Inside the
-timed region each side turns its float into a random *legal* action with its own legal mask --
-the k-th legal action, `k = floor(u * num_legal)` -- in its own idiom; the policy is handed the
-observation and the legal mask, as a learned one would be. The floats lie on a 2**-16 grid, so
-`u * num_legal` is exact in float32 and float64 and all three sides take the very same actions:
-after timing, the returns, final turns and observations of the sampled episodes are checked equal.
-T = `max_turns`, so episodes are live almost all the time (the uniform policy rarely succeeds);
-each side's timed call starts the episodes from the shared problems (`init_problem`, `reset`)
-and plays all T turns. The rate counts every step taken, `B * T` (`episodes * T` for Python),
-over the best per-call time of interleaved rounds (`common.time_interleaved`; compilation and
-warm-up excluded).
+For each environment (one `EnvBench` entry) and batch size B, implementations of the same rules
+run the same episodes with the same random legal actions: `jax` (jitted and vmapped, one
+`lax.scan`), `jax carried` (each turn's action computed at the end of the previous turn, as a
+trainer's policy output is), `numpy` (vectorized `[B, ...]` arrays) and `python` (the reference,
+on the first `min(B, PYTHON_EPISODES)` episodes). Random numbers are not what is measured: one
+table of uniform floats `[T, B]` on a 2**-16 grid is drawn before timing, and each side turns it
+into the k-th legal action in its own idiom, so every side takes the same actions. The
+rate counts every step over the best per-call time of interleaved rounds. See
+docs/benchmarks.md#jaxcredit-bench-envs.
 
 Shape letters: B episodes, T turns, A actions, L observation length.
 """

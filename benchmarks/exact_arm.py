@@ -2,16 +2,15 @@
 
 Ours: what the trainer's `exact` arm and the audits compute
 (`jaxcredit.solver_values.network_values_batch`: `network_policy_probs_batch`, then the backward
-induction): the network
-evaluated once per distinct observation of the positions reached from each problem's start, every
-problem's rows packed into shared chunks. Baseline: the same graph and the same backward induction with
-the network evaluated at every position slot of the graph (`num_positions` per problem), which is
-what the exact arm did before. Both run on the same problems with the trainer's default network;
-the largest difference of their values at reached positions is reported next to the times.
+induction): the network evaluated once per distinct observation of the positions reached from
+each problem's start, every problem's rows packed into shared chunks. Baseline: the same graph and
+backward induction with the network evaluated at every position slot of the graph. Both run on
+the same problems with the trainer's default network; the largest difference of their values at
+reached positions is reported next to the times.
 
 The parameters are arguments of both jitted functions, never constants folded into them: under
 jax 0.10.2 on CPU, a program that folds in the fresh network's all-zero action head computes
-garbage in its large dots (seen here as a max difference of 0.2-0.7 between the two sides).
+garbage in its large dots (a max difference of 0.2-0.7 between the two sides).
 """
 
 from __future__ import annotations

@@ -2,13 +2,11 @@
 
 Same rules as `jaxcredit.envs.mad` (absorbing end, refusal of illegal or out-of-range actions
 using a turn, turn-limit truncation, observation tokens, legal mask all False once ended), written
-the way a careful NumPy programmer would batch an environment without JAX, to be as fast as
-NumPy allows: the whole batch is a handful of `[B, ...]` arrays and every step a few whole-array
-operations; the selection is an integer bitmask per episode (its position index), so a move is
-one XOR and a correct submit one integer comparison; the legal mask and the selection bits of
-every bitmask come from lookup tables `[2**N, ...]` built once; per-problem constants (the
-wanted bitmask, the observation base) are computed at reset. Proven to follow the same rules
-step by step against the plain-Python `MadReference` (tests/test_bench_envs.py).
+the way a careful NumPy programmer would batch an environment without JAX: the whole batch is a
+handful of `[B, ...]` arrays and every step a few whole-array operations; the selection is an
+integer bitmask per episode, so a move is one XOR and a correct submit one integer comparison;
+legal masks and selection bits come from lookup tables `[2**N, ...]` built once. Checked step by
+step against the plain-Python `MadReference` (tests/test_bench_envs.py).
 
 Shape letters: B episodes, N tape length, A = 2N + 1 actions, L = N + 1 observation tokens.
 """

@@ -1,37 +1,14 @@
 """`jaxcredit bench train`: the training step against its FLOP lower bounds, and the policy's forward
 and backward passes as fractions of this machine's dense matrix-multiply FLOP/s.
 
-Every number comes from the same run, timed with the shared interleaved timer:
-
-- one jitted training iteration per arm (outcome, and mc with K = 4 continuations per legal
-  action, on default MAD with the ~100k-parameter policy);
-- the policy's forward pass over one iteration's observations `[B, T, L]`, and its forward +
-  backward pass (the gradient of the arm's own loss), their FLOPs counted by XLA's cost analysis;
-- a dense float32 matrix multiply `n x n` (`2 n**3` FLOPs; n = 1024, 512 with `--quick`), the
-  machine's reference rate R.
-
-The FLOP lower bounds count only the network evaluations the design must make, on live states
-(the ledger's counters): the outcome iteration's bound is `main_policy_evals * f + live steps *
-g * ppo_epochs` (the rollout's forward passes, then the update's forward + backward), the mc
-iteration's is its continuations' forward passes `label_policy_evals * f` (f and g are the forward
-and forward + backward FLOPs per observation). A bound in seconds is FLOPs / R; the target is an
-iteration within 1.5x of its bound and passes at >= 0.50 of R.
-
-Policy input: the outcome and solver (optimal μ) iterations with `policy_input=tokens`,
-`afterstate` and `afterstate` with `afterstate_lookahead=1` (`lookahead`) on default MAD and
-default arithmetic (C = 4, A = 53), timed in the same interleaved run: seconds per iteration, the
-afterstate environment steps one iteration spends (the ledger's `afterstate_env_steps`) and the
-ratios of afterstate and lookahead to token time (`--quick`: tiny MAD only, and the outcome arm
-only).
-
-Packed afterstates: the afterstate policy's forward pass and the gradient of the outcome loss over
-one iteration's trajectory on the arithmetic study's rung (3 numbers, turns left shown; `--quick`:
-4 turns, the tiny network), scoring only the legal afterstates (`AfterstatePolicy.packed`, the
-default) and every row (`packed=False`), side by side, with the legal fraction of the rows.
-
-`episodes_per_iteration` scaling: the outcome iteration's time at 16 to 1,024 episodes per
-iteration (problems per iteration x 4 attempts), one compile each. `--quick` runs tiny iterations
-(2 problems x 2 attempts), a 512 matmul, and reports its one outcome iteration as the scaling row.
+Every number comes from the same interleaved run: one jitted training iteration per arm (outcome,
+and mc with K = 4, on default MAD with the ~100k-parameter policy); the policy's forward and
+forward + backward passes over one iteration's observations (FLOPs from XLA's cost analysis); and
+a dense float32 `n x n` matmul, the machine's reference rate R. The FLOP lower bounds count only
+the network evaluations the design must make, on live states; a bound in seconds is FLOPs / R.
+Also timed: the policy inputs (`tokens`, `afterstate`, `lookahead`), packed against dense
+afterstates, and 16 to 1,024 episodes per iteration. `--quick` runs tiny sizes. See
+docs/benchmarks.md#jaxcredit-bench-train.
 
 Shape letters: B episodes per iteration, T turns, L observation length.
 """

@@ -7,28 +7,9 @@ combination; `FINAL(k)` submits slot k. A FINAL is correct when the value equals
 and, with `require_all_used` (default), slot k is the only live slot: reward 1, the episode
 ends. A wrong FINAL earns 0, uses a turn and the episode goes on.
 
-Action layout (A = 4C(C-1) + 1 + C; 53 for C = 4): ordered pairs `(i, j)`, `i != j`, are
-numbered `p = i * (C - 1) + (j if j < i else j - 1)`; `COMBINE(i, op, j)` is `4p + op` with op
-0 `+`, 1 `-`, 2 `*`, 3 `/`; `UNDO` is `4C(C-1)`; `FINAL(k)` is `4C(C-1) + 1 + k`. Legal: a
-COMBINE of two live slots obeying the rules above, UNDO after at least one accepted
-combination, FINAL of a live slot.
-
-Observation (L = 1 + D + C(1 + D) [+ 1] + 1 tokens): `TARGET` then the target's D decimal
-digits (most significant first, zero-padded), then per slot `LIVE` and its D digits or `DEAD`
-and D `BLANK`s, then (with `include_turns_left`) `TURNS_LEFT + turns left`, then `ACT`.
-Vocabulary: digits 0-9 are tokens 0-9, `BLANK` 10, `TARGET` 11, `LIVE` 12, `DEAD` 13, `ACT` 14,
-turns left t in `[0, max_turns]` is `15 + t` (vocabulary 15, or 16 + max_turns with turns left).
-D is the number of digits of the value bound `max(2, max_number) ** C`: every reachable value
-is at most that (`x + y <= x * y` once both are >= 2, `- /` never grow), and the configuration
-is refused unless the bound has at most 9 digits (`MAX_VALUE`), so values and the int32 digit
-arithmetic of the observation (`10**D` must be an int32) stay exact and never overflow.
-
-Positions: the path of accepted combinations (UNDO must know the history). At depth k (k
-combinations done) there are `r_k = 4 (C - k)(C - k - 1)` local choices: the rank of i among
-live slots, the rank of j among the other live slots, and op, as `(rank_i (C-k-1) + rank_j) 4 +
-op`. A path of depth d has index `offset_d + sum_k choice_k * prod(r_{k+1} .. r_{d-1})`, with
-`offset_d` the number of paths shorter than d. S = 1 + 48 + 48*24 + 48*24*8 = 10,417 for C = 4.
-Indices whose path breaks a rule for this problem are invalid. A wrong FINAL keeps the position.
+Action layout (A = 4C(C-1) + 1 + C; 53 for C = 4), the observation tokens, the value bound that
+keeps the digits exact, and the positions (paths of accepted combinations, S = 10,417 for C = 4):
+see docs/environments.md#interactive-arithmetic.
 """
 
 from __future__ import annotations

@@ -1,53 +1,15 @@
 """Any jaxcredit environment as a `gymnax` environment, for JAX RL pipelines written against gymnax.
 
 `GymnaxAdapter(env)` (or `make_gymnax("MAD-v0", **overrides)`, like `gymnax.make`) is a
-`gymnax.environments.environment.Environment` with a `Discrete(A)` action space. Its
-observation is the encoded observation (`encoding`: `"one_hot"` float32 `[L * V]`, the default,
-`"tokens"` or `"embedding"` int32 `[L]`; see `jaxcredit.envs.encodings`), or, with
-`action_mask_in_observation=True`, the dict `{"observation": ..., "action_mask": bool [A]}`
-(jumanji's `action_mask` convention), from `reset` on. `reset` and `step` are jitted with the
-adapter static, as gymnax's are. `step` resets an ended episode automatically and keeps what the
-ended episode looked like in `info`:
-
-- `info["final_observation"]`: the observation right after the step, before any reset (the
-  terminal observation when the episode ended);
-- `info["terminated"]`, `info["truncated"]`, `info["rejected"]` bool `[]`: how the step went
-  (`rejected`: the action was illegal or out of range and was refused -- it used a turn and
-  changed nothing else, the shared rule, so trainers that do not mask actions are well defined);
-- `info["legal_action_mask"]` bool `[A]`: the legal actions of the returned state (after a
-  reset: of the new episode); also `adapter.legal_action_mask(state)`;
-- `info["discount"]` float32 `[]`: 0 when the episode terminated, else 1.
-
-Two forms of `step`: gymnax 1.x returns six values `(observation, state, reward, terminated,
-truncated, info)`; trainers written against the older API (rejax 0.1.x, purejaxrl) unpack five,
-`(observation, state, reward, done, info)` with `done = terminated | truncated`: build the adapter
-with `five_value_step=True` for them. (gymnax's own `LegacyStepAPIWrapper`, or any
-`GymnaxWrapper`, around the adapter makes rejax's `PPO.create` fail with `RecursionError:
-maximum recursion depth exceeded`: it deep-copies its config, and the wrappers' `__getattr__`
-forwards the copy's missing `_env` to itself.)
-
-Fast automatic reset. `reset(key)` draws a fresh problem (`env.init(key)`). Inside `step`, under
-the trainer's `vmap`, a reset is computed for every episode on every step, so it must cost about
-a step: the params from `make_gymnax` / `default_params` / `make_params(key)` hold a pool of
-`reset_pool` (default 65,536) problems drawn once with `env.sample_problem`, and an ended episode
-restarts on the pool problem at a uniform index hashed from the step's key (`pool_index`), built
-by `Environment.step_or_restart`. Every restarted episode's problem therefore has exactly the
-environment's distribution (each pool entry is an independent draw, each index uniform), but
-problems recur across episodes (at most `reset_pool` distinct ones). `reset_pool=0`, or
-`params=None`, draws a fresh problem for every restart (`env.init(key)`, the pre-pool behaviour:
-the same streams, ~30x slower on MAD and 300-700x on arithmetic at batch 4,096). The jaxcredit
-environment keeps its own static configuration (turn limit included); `max_steps_in_episode` in
-the params equals `env.max_turns` (read by evaluation helpers) and does not change the dynamics.
-
-Afterstate observations. `observation="afterstate"` (`make_gymnax(..., observation="afterstate")`)
-makes the observation what an afterstate policy reads (`jaxcredit.afterstate`): int32 `[A * W]`,
-the encoding of the state every action leads to, computed with the environment's own `step` (an
-illegal action's row is 0; `afterstate_lookahead=1` appends each afterstate's successor summary,
-`W = L + 5`), equal to `afterstate_observations(env, states)` of the same state. Only the
-`tokens` encoding applies (the default there; the encodings hold ids for the agent's own
-embedding). Those steps are environment work the agent does not see: `info["afterstate_env_steps"]`
-int32 `[]` is what the returned observation cost (one step per legal action, plus with lookahead
-one per legal successor of each), for a trainer that counts environment steps as the ledger does.
+`gymnax.environments.environment.Environment` with a `Discrete(A)` action space and an encoded
+observation (`jaxcredit.envs.encodings`), optionally with the legal-action mask in it
+(`action_mask_in_observation`) or the afterstates an afterstate policy reads
+(`observation="afterstate"`). `step` resets an ended episode from a pool of problems in the params
+(`reset_pool`) and keeps the ended episode in `info` (`final_observation`, `terminated`,
+`truncated`, `rejected`, `legal_action_mask`, `discount`, `afterstate_env_steps`);
+`five_value_step=True` gives the five-value `step` of older trainers (rejax 0.1.x, purejaxrl).
+See docs/environments.md#use-the-environments-in-your-own-pipeline: conventions, encodings, the
+two forms of `step`, the fast reset and a published trainer run unmodified.
 
 This is the only module that imports gymnax (the optional extra `jaxcredit[gymnax]`).
 Shape letters: A actions, L observation length, V vocabulary size, P pool size, W afterstate tokens.

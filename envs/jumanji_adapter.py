@@ -2,22 +2,13 @@
 action) -> (state, timestep)`, the legal actions as `observation.action_mask`.
 
 Duck-typed, not a subclass of `jumanji.Environment`: jumanji is not a dependency (it pulls in a
-large stack), and its contract is small enough to meet directly. What matches jumanji:
-
-- `reset(key)` returns a state and a `TimeStep` with `step_type` FIRST, reward 0, discount 1;
-- `step(state, action)` takes no key (the dynamics are deterministic) and returns a `TimeStep`
-  with `step_type` MID, or LAST when the episode ends; `discount` is 0 when it terminated and 1
-  when it was truncated at the turn limit (jumanji's `termination` / `truncation`);
-- the observation is a `NamedTuple` with an `action_mask` field, bool `[A]` (jumanji's convention
-  for discrete actions), next to `observation`, encoded as in the gymnax adapter (`"one_hot"`
-  float32 `[L * V]` by default, `"tokens"`, `"embedding"`; see `jaxcredit.envs.encodings`);
-- the state carries a `key` (jumanji's `AutoResetWrapper` resets from `state.key`); no automatic
-  reset here, as in a bare jumanji environment.
-
-What differs: no `specs` objects (`num_actions` and `observation_shape` instead); an illegal or
-out-of-range action is refused (it uses a turn, changes nothing else, `extras["rejected"]` is
-True), as everywhere in jaxcredit, and stepping after LAST leaves the episode unchanged with
-reward 0 (jaxcredit's absorbing end) instead of being undefined.
+large stack), and its contract is small enough to meet directly. `TimeStep`s have jumanji's
+`step_type` (FIRST, MID, LAST) and `discount` (0 on termination, 1 on truncation); the observation
+is encoded as in the gymnax adapter (`jaxcredit.envs.encodings`) beside the `action_mask`; the
+state carries a `key` for jumanji's `AutoResetWrapper`, with no automatic reset here. It differs
+from jumanji where jaxcredit's rules do: no `specs` objects (`num_actions`, `observation_shape`),
+refused actions (`extras["rejected"]`), and an absorbing end after LAST. See
+docs/environments.md#conventions-gymnax-pgx-jumanji.
 
 Shape letters: A actions, L observation length, V vocabulary size.
 """

@@ -3,25 +3,13 @@
 A problem is a tape of `length` cells, each blank (`-1`) or a token id in `[0, num_tokens)`.
 The agent selects and unselects cells; `submit` is correct when the selection equals exactly
 the non-blank cells (reward 1, episode ends). A wrong submit earns 0 and the episode goes on,
-so a mistake can be repaired by unselecting.
+so a mistake can be repaired by unselecting. The `decorative_actions` D actions `note k` change
+nothing but use a turn (`note 0` is the `null_action`), and the default turn limit leaves slack
+for them.
 
-Action layout (A = 2 * length + 1 + D): `select i` is `i`, `unselect i` is `length + i`,
-`submit` is `2 * length`, and the D = `decorative_actions` decorative actions `note k` are
-`2 * length + 1 + k`. `select i` is legal when cell i is unselected, `unselect i` when it
-is selected, `submit` and every `note k` always.
-
-Decorative actions (default D = 0: none) change nothing but use a turn: the selection, the
-observation and the position stay as they were, the reward is 0. `note 0` is the environment's
-`null_action`, the replacement of counterfactual credit's `null`. So that taking them costs
-nothing a task needs, the default turn limit leaves slack for them: `max_turns` unset is 12
-without decorative actions and `12 + decorative_slack` with them (`decorative_slack` default 4);
-a `max_turns` given is the whole turn limit, decorative turns included.
-
-Observation (L = length + 1 tokens, vocabulary 2 + 2V + 1): cell i shows `0` unselected
-blank, `1` selected blank, `2 + 2 * token` unselected token, `3 + 2 * token` selected token;
-the last token is `2 + 2V`, "choose an action".
-
-Positions: the selection bitmask, index `sum_i selected[i] * 2**i`, S = 2**length.
+Action layout (A = 2 * length + 1 + D), observation (L = length + 1 tokens, vocabulary
+2 + 2V + 1), positions (the selection bitmask, S = 2**length) and the turn-limit rule: see
+docs/environments.md#mad-selective-copy.
 """
 
 from __future__ import annotations

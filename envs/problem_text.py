@@ -3,17 +3,16 @@
 `parse_problem(env_name, ...)` turns a problem written as text or numbers into the environment
 that holds it and its problem pytree:
 
-- MAD: `tape="_ t04 _ _ t09 _ _ _"` (`_` a blank cell, `tNN` a token), or no tape and a `seed`
-  (the tape `env.sample_problem` draws from `jax.random.key(seed)`). A given tape sizes the
-  environment: `length` is its number of cells (1 to 16) and `max_useful` `min(4, length)`.
+- MAD: `tape="_ t04 _ _ t09 _ _ _"` (`_` a blank cell, `tNN` a token; the tape sizes the
+  environment), or no tape and a `seed` (the tape `env.sample_problem` draws from it).
 - Arithmetic: `numbers=[2, 3, 4, 5], target=14` (an environment of `count = len(numbers)`, its
-  `max_number` raised to the largest number when the family's is smaller), or neither and a
-  `family` and `seed` (the first problem of the evaluation set `problem_set(family, 1, seed)`).
+  `max_number` raised to the largest number when needed), or a `family` and `seed` (the first
+  problem of `problem_set(family, 1, seed)`).
 
-With `env` given (e.g. the environment a policy checkpoint was trained on) the problem must fit
-that environment instead. `replay_action_names(env, state, text)` plays `;`-separated actions
-named as `env.action_name` names them (`"select 1; submit"`, `"COMBINE 2 + 3; UNDO"`; case,
-commas and parentheses are ignored). Bad input raises `ValueError` with one line naming it.
+With `env` given (e.g. a checkpoint's environment) the problem must fit that environment.
+`replay_action_names(env, state, text)` plays `;`-separated actions named as `env.action_name`
+names them (`"select 1; submit"`, `"COMBINE 2 + 3; UNDO"`; case, commas and parentheses are
+ignored). Bad input raises `ValueError` with one line naming it.
 """
 
 from __future__ import annotations

@@ -1,16 +1,13 @@
 """Arithmetic problem families, the seeded evaluation sets, and a plain-Python exact search.
 
 A problem is `count` numbers and a target (`ArithmeticProblem`). A family names the range the
-numbers are drawn from and the range the target must fall in. Every problem is built the same
-way, so every problem is solvable by construction: draw the numbers, play a uniformly random
-legal combination path until one number is left, and take that number as the target; keep the
-problem only when the family's test accepts the target (otherwise draw again).
-
-`problem_set(family, n, seed)` is the host-side (NumPy) generator of the fixed evaluation sets:
-the same call returns the same set every time. `Arithmetic.sample_problem` is the jittable
-generator used for training streams (same families, a JAX random stream). `find_solution` is a
-plain-Python depth-first search for a winning sequence of combinations, used to prove
-solvability in tests (the exact values of positions are `jaxcredit.solver.solve`'s).
+numbers are drawn from and the range the target must fall in. Every problem is solvable by
+construction: draw the numbers, play a uniformly random legal combination path down to one number,
+and take it as the target, kept when the family accepts it. `problem_set(family, n, seed)` is the
+host-side (NumPy) generator of the fixed evaluation sets (the same call, the same set);
+`Arithmetic.sample_problem` is the jittable generator of training streams. `find_solution` is a
+plain-Python depth-first search for a winning sequence of combinations, which the tests use to
+prove solvability. See docs/environments.md#interactive-arithmetic (Problem families).
 
 Shape letters: N problems, C numbers per problem (`count`).
 """

@@ -1,52 +1,14 @@
 """Routine: an episode of H turns of which exactly D are decisions, the rest routine.
 
-The decision-density environment. Every turn the agent picks one of `num_choices` actions (all
-legal). At a *decision* turn one action is right (the observation shows which, or only which
-decision this is: `cue` below); a wrong choice lowers the final success. At a *routine* turn every
-action is equivalent: all lead to the same next position, so the return distribution does not
-depend on the choice, yet something must be chosen -- a trajectory-level (outcome) gradient still
-pays the variance of the routine actions' scores. The exact solver's `Q - V` is therefore 0 on
-every routine turn and non-zero on every decision turn (tested), which makes the environment a
-controlled lab for the decision density ρ = decisions / turns.
-
-Two designs. **Fixed horizon** (`decisions=0`, the default): H = `horizon` and
-`D = round(density * horizon)` (half up), so a lower density also means fewer decisions.
-**Fixed decisions** (`decisions=D > 0`): D decisions and `H = round(D / density)` turns (half up;
-`horizon`, if given, must agree): routine turns are inserted and nothing else about the task
-changes, so the uniform policy's success (1/C^D, fatal) is the same at every density.
-
-A problem (`RoutineProblem`) is the decision layout: `decision` bool `[H]` (exactly D True) and
-`right` int32 `[H]` (the right action at a decision turn, 0 at routine turns). `placement`:
-`"random"` draws the D decision turns uniformly among the H turns for every problem; `"fixed"`
-puts them at `floor((2j + 1) H / (2D))`, `j = 0..D-1` (evenly spread).
-
-`cue` says what a decision turn shows. `"right"` (the default): the right action itself, drawn
-uniformly per problem, so a policy that has learned to copy the cue solves every layout.
-`"index"`: only which decision this is (its ordinal j among the episode's decisions, 0..D-1); the
-right action of the j-th decision is fixed by the environment, `answers()[j]` (drawn once from
-`answer_seed`, the same for every problem, horizon and density), so it must be found by trying
-and nothing in the observation reveals it.
-
-The episode always lasts `horizon` accepted actions; the last one terminates it with reward
-`success(w)`, w the number of wrong decisions: `failure="fatal"` gives 1 when w = 0 and 0
-otherwise; `failure="probabilistic"` gives `survival ** w` (each wrong decision keeps the
-success with probability `survival`; steps are deterministic, so the reward is that success
-probability itself, rounded to float32). Rewards are 0 elsewhere.
-
-Action layout (A = num_choices): action c is "choose c". Every action is legal while the episode
-is live. The turn limit is `max_turns = horizon`, so a refused (out-of-range) action, which uses
-a turn and changes nothing else, leaves the episode short of its end: it truncates with reward 0.
-
-Observation (L = 2): `[progress, cue]` with progress k in `[0, H]` the number of accepted actions
-(token k) and cue `V + 1` at a routine turn (and once the episode has ended), `V + 2 + right`
-(cue `"right"`) or `V + 2 + j` (cue `"index"`) at a decision turn. V is `vocab_horizon`
-(0: the horizon), the horizon the tokens are laid out for: environments of different horizons
-with one V share one token layout, so one network reads all of them. Vocabulary
-`V + 2 + C` (cue `"right"`) or `V + 2 + D` (cue `"index"`).
-
-Positions: `(k, w)` for k in `[0, H)` and w in `[0, W]` (W = 1 fatal, w capped at 1; W = H
-probabilistic), index `k (W + 1) + w`, S = H (W + 1); valid when w is at most the number of
-decisions before turn k. S = 1,056 at H = 32 (probabilistic), so the exact solver is cheap.
+The decision-density environment, a controlled lab for the density ρ = decisions / turns. Every
+turn the agent picks one of `num_choices` actions (all legal). At a *decision* turn one action is
+right (`cue`: the observation shows it, or only the decision's ordinal); a wrong choice lowers the
+final success. At a *routine* turn every action leads to the same next position, so the exact
+solver's `Q - V` is 0 there and non-zero at every decision turn. Two designs: a fixed horizon
+(`decisions=0`) or fixed decisions (`decisions=D`: routine turns inserted, the task otherwise the
+same). The last accepted action ends the episode with reward `success(w)` for w wrong decisions
+(`failure`: `fatal` or `probabilistic`). Problem layout, observation tokens and positions: see
+docs/density.md#the-environment-makeroutine--routine-v0.
 
 Shape letters: H turns (the horizon), A actions, L observation length, S positions.
 """

@@ -6,16 +6,10 @@ action id or a `Refusal` with a reason, `reply(state, action)` is the canonical 
 action (what the reference agents answer), and `step(state, text)` plays a reply. A refusal is
 played by stepping an out-of-range action, so the shared refusal rule applies: a turn is used,
 nothing else changes, `rejected` is set. Everything here is host-side, on one unbatched state.
-
-Arithmetic grammar (whitespace is space, tab, CR, LF; optional between parts and around the
-reply; keywords and tags are case-sensitive; numbers are 1-10 ASCII digits):
-`<ACT>COMBINE a op b = c</ACT>` | `<ACT>UNDO</ACT>` | `<FINAL>n</FINAL>`, op one of `OP_SPELLINGS`.
-MAD grammar: `select N` | `unselect N` | `submit`, and `note N` with decorative actions (lowercase,
-whitespace between the word and N).
-Routine grammar: `choose N` (lowercase, whitespace between the word and N).
-The parsers are single-pass scanners that stop at the first surplus part, so their time is
-linear in the text (whitespace runs are skipped at C speed: 10 MB in well under 0.5 s) and they
-never raise.
+The parsers are single-pass scanners that stop at the first surplus part, so their time is linear
+in the text, and they never raise. The grammars (arithmetic's `<ACT>...</ACT>` and
+`<FINAL>n</FINAL>`, MAD's `select N`, Routine's `choose N`) and the refusal reasons: see
+docs/environments.md#text-protocol-and-play.
 """
 
 from __future__ import annotations

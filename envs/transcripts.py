@@ -1,23 +1,14 @@
 """Transcripts of agents playing through a protocol: the JSONL schema, its reader and validator, and replay.
 
 One transcript is one episode, one JSON object per line of a `.jsonl` file (`SCHEMA` names the
-version; fields marked * are required, the others are written by `jaxcredit.agents.play` and
-recomputed by the replay when absent):
-
-    {"schema": "jaxcredit.transcript/1", "id": "3f9c2a1b7e04-p0", "agent": "http:my-model",
-     "env"*: "arithmetic", "env_config": {"family": "default"}, "protocol": "text",
-     "problem"*: {"numbers": [2, 3, 4, 5], "target": 14},      # mad: {"tape": "_ t04 _ _ t09 _ _ _"}
-     "turns"*: [{"turn": 0, "prompt": "...", "reply"*: "<ACT>COMBINE 2 + 3 = 5</ACT>",
-                 "action": "COMBINE 0 + 1", "action_id": 0, "refusal": null, "reward": 0.0, "done": false}, ...],
-     "outcome": {"status": "solved", "success": true, "return": 1.0, "turns": 4}, "error": null}
-
-`env` and `env_config` are `jaxcredit.envs.make(env, **env_config)`; `protocol` is `text` (the
-free-form commands) or `menu` (the lettered menu); `reply` is the agent's raw text, or null
-when the agent gave none (it failed: `error` says why, and the transcript ends there).
-`outcome.status` is `solved`, `out of turns`, `error` or `unfinished`. `replay` plays the
-replies again from the problem: the environment, not the file, decides what each reply did
-(and the audit refuses a stored `prompt` that is not the one the environment shows). `id` is
-unique within a file (`read_transcripts` refuses a duplicate); every string is valid Unicode.
+version): the environment (`env`, `env_config`), the `protocol` (`text` or `menu`), the `problem`,
+the `turns` (each with the agent's raw `reply`, or null when the agent gave none) and the
+`outcome`. `env`, `problem` and each turn's `reply` are required; the other fields are written by
+`jaxcredit.agents.play` and recomputed by the replay when absent. `replay` plays the replies again
+from the problem: the environment, not the file, decides what each reply did (and the audit refuses
+a stored `prompt` that is not the one the environment shows). `id` is unique within a file
+(`read_transcripts` refuses a duplicate). The schema field by field, with an example:
+docs/agents.md#the-transcript-schema.
 
 Host-side only. Bad input raises `ValueError` naming the transcript (and turn) at fault.
 """

@@ -1,44 +1,14 @@
 """Umbrella: bsuite's umbrella chain, with every random draw in the problem so that `step` is deterministic.
 
 The credit-assignment diagnostic of bsuite (Osband et al., 2020, `umbrella_chain`). An episode
-lasts `chain_length` L steps and has two actions, "leave umbrella" (0) and "take umbrella" (1).
-Only the first action has an effect: it decides whether the agent has the umbrella for the rest
-of the episode. The last step pays +1 if the agent has the umbrella exactly when it needs one,
-and -1 otherwise; every step before it pays a reward of +1 or -1 that does not depend on anything
-the agent does. The observation shows whether an umbrella is needed, whether the agent has one,
-the time to live, and `n_distractor` bits that carry no information.
-
-bsuite draws all of this from its generator while the episode runs (each draw a fair coin). Here
-the draws are the problem (`UmbrellaProblem`), drawn by `sample_problem` with the same
-distribution, so the dynamics are pure functions of (problem, position) and the exact solver can
-enumerate them:
-
-- `need_umbrella` bool `[]`: whether the last step pays +1 for having the umbrella;
-- `start_umbrella` bool `[]`: whether the agent holds an umbrella before its first action (bsuite
-  draws it at reset; it shows in the first observation and is replaced by the first action);
-- `noise_positive` bool `[L]`: entry k is whether the step from progress k to k + 1 pays +1 (else
-  -1), for k < L - 1; the last entry belongs to the final step, which pays the umbrella outcome
-  instead, and is False;
-- `distractors` bool `[L + 1, max(D, 1)]`: row k is the distractor bits shown at progress k (with
-  no distractors, one column of False that is never shown: an array of size 0 would break the
-  reshapes that batch states and trajectories).
-
-Action layout (A = 2): 0 "leave umbrella", 1 "take umbrella", both always legal. The turn limit is
-`max_turns = chain_length`, so a refused (out-of-range) action, which uses a turn and changes
-nothing else, leaves the episode short of its final step: it truncates at the turn limit, and the
-step that reaches the limit pays its noise reward while the umbrella outcome is never paid.
-
-Observation (length 3 + D, vocabulary L + 3): `[need, have, 2 + (L - k), d_1 .. d_D]` with need,
-have and the distractor bits 0 or 1, and k in `[0, L]` the number of accepted actions (bsuite shows
-the time to live as the pixel `1 - k / L`; here it is the token `2 + L - k`).
-
-Positions: `(k, have)` for k in `[0, L)`, index `2 k + have`, S = 2 L; at k = 0 only
-`have = start_umbrella` is valid. The observation of a position reads the problem's rows at k, so
-the positions do not depend on the distractor bits.
-
-bsuite's two experiments are the sweeps `LENGTH_SWEEP` (`umbrella_length`: L in 1..100 with 20
-distractors) and `DISTRACT_SWEEP` (`umbrella_distract`: 1..100 distractors at L = 20), scored by
-`bsuite_score`.
+lasts `chain_length` L steps with two actions, "leave umbrella" (0) and "take umbrella" (1); only
+the first has an effect. The last step pays +1 if the agent has the umbrella exactly when one is
+needed, else -1; every step before it pays +1 or -1 whatever the agent does, and the observation
+carries `n_distractor` bits of no information. bsuite's coins are drawn by `sample_problem` as the
+problem (`UmbrellaProblem`), so the exact solver enumerates the positions `(k, have)`. bsuite's two
+experiments are `LENGTH_SWEEP` and `DISTRACT_SWEEP`, scored by `bsuite_score`. The problem's
+fields, the observation, exact values, what differs from bsuite and how parity is checked: see
+docs/environments.md#umbrella-bsuites-umbrella-chain.
 
 Shape letters: L chain length, D distractors, A actions, S positions, N episodes, G settings.
 """

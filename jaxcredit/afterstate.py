@@ -1,33 +1,14 @@
 """Afterstates: the state each legal action leads to, encoded as an afterstate policy's input.
 
-A token policy reads the observation and picks one of `A` slot-indexed actions from one head. An
-afterstate policy (`jaxcredit.policy_fn.AfterstatePolicy`) reads, for every action, the state
-that action leads to -- computed with the environment's own pure `step`, one `jax.vmap` over
-the actions -- and scores each with one network; the softmax over the legal actions is the
-policy. It works on any `Environment`: nothing here knows an environment by name.
-
-One afterstate's encoding is `W = L + 2` int32 tokens: the next state's observation (with the
-turns left when the environment shows them), then two outcome tokens above the environment's
-vocabulary `V`: `V + terminated` (the step ended the episode by its rules), then the sign of the
-step's reward (`V + 2` zero, `V + 3` positive, `V + 4` negative). A terminated afterstate shows
-only its outcome tokens (observation part 0): it has no future, and its encoding is then the same
-wherever it comes from, which is what lets the solver score it from the graph
-(`jaxcredit.solver_values`). A truncated step is not marked: the clock shows only where the
-observation shows it. An illegal action's encoding is all 0 (its logit is masked anyway).
-
-One-step lookahead (`lookahead=1`, `PolicyConfig.afterstate_lookahead`): every legal
-afterstate's own legal successors are stepped too (a second `vmap` of `step`) and summarized in
-three more tokens, `W = L + 5`, above the outcome tokens (`U = V + 5`): `U + n` the number `n` of
-its legal successors (`0..A`), `U + A + 1 + win` whether any successor terminates with a positive
-reward, `U + A + 3 + other` whether any terminates with a zero or negative one. An ended
-afterstate (terminated, or truncated on the last turn) has no legal successor: `(U, U + A + 1,
-U + A + 3)`. The summary does part of the search in code; results with it are an upper bound on
-what the network learns to judge by itself.
-
-Cost: one environment step per legal action of every state the policy is evaluated on, plus with
-lookahead one per legal successor of every legal afterstate, `input_steps_per_state(env,
-policy_fn, states)`; rollouts and branch continuations report it in `Counts.afterstate_env_steps`,
-which the ledger keeps in its own counter (`jaxcredit.ledger`).
+An afterstate policy (`jaxcredit.policy_fn.AfterstatePolicy`) reads, for every action, the state
+that action leads to (the environment's own `step`, one `jax.vmap` over the actions) and scores
+each with one network; the softmax over the legal actions is the policy. It works on any
+`Environment`. One afterstate's encoding is `W = L + 2` int32 tokens: the next state's
+observation, then whether the step terminated and its reward's sign; a terminated afterstate shows
+only those two tokens, an illegal action's encoding is all 0. Lookahead (`lookahead=1`) adds
+three tokens summarizing each afterstate's legal successors (`W = L + 5`). Each legal action
+costs one environment step, counted in `Counts.afterstate_env_steps`. See
+docs/training.md#policy-input-tokens-or-afterstates-policy_input.
 
 Shape letters: N states, A actions, L observation length, W afterstate tokens (`L + 2`, or
 `L + 5` with lookahead).

@@ -3,19 +3,13 @@
 A credit arm is what a training run's `credit` names: a `CreditArm` with its name, the ledger
 account its work is charged to, one `compute` function and its **options**, a frozen dataclass
 of its own hyper-parameters (subclass `ArmOptions`, one `option(...)` per field), validated where
-the arm is defined, as optax's `adam(learning_rate, b1, b2)` keeps its own. `TrainConfig` carries
-the arm's name and an instance of its options (`credit_options`), no field of any arm.
-
-The registry is open: `register_credit_arm(arm)` adds an arm from any module (a `--plugin` file
-or package, `jaxcredit.plugins`), and everything that lists arms (the command line's `--credit`
-choices, `TrainConfig`'s validation, the sweep's label-free arms, the CA-ID cards' accounts)
-reads it when it runs (`credit_names()`, `label_free_credits()`, `credit_arm(name)`), never a
-copy taken at import. The built-in arms register in `jaxcredit.arms`, one module each.
-
-Reading what older versions wrote: their `config.json` and sweep records hold the arms' options
-as flat `TrainConfig` fields (`mc_continuations`, `solver_policy`, ...). An option names its old
-field (`option(..., legacy="mc_continuations")`), and `split_options` maps the named arm's old
-fields into its options and drops the other arms'.
+the arm is defined. `TrainConfig` carries the arm's name and an instance of its options
+(`credit_options`), no field of any arm. The registry is open: `register_credit_arm(arm)` adds an
+arm from any module (`jaxcredit.plugins`), and everything that lists arms reads it when it runs
+(`credit_names()`, `label_free_credits()`, `credit_arm(name)`). The built-in arms register in
+`jaxcredit.arms`. Configs that hold an arm's options as flat `TrainConfig` fields read through
+each option's `legacy` field name (`split_options`). See docs/extending.md and
+docs/training.md#credit-arm-options-credit_options.
 """
 
 from __future__ import annotations

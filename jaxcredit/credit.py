@@ -1,32 +1,15 @@
 """Credit estimators: one advantage per action of a batch of episodes, each a small pure function.
 
 Every estimator takes a `Trajectory` (`[B, T]`, see `jaxcredit.rollout`) and, as keywords, the
-values it needs, and returns float32 `[B, T]` advantages: zero on non-live steps (padding after
-an episode ended), never NaN. A training run selects its arm by name through the registry in
-`jaxcredit.credit_arms`, which also computes the values each estimator needs and charges their cost:
-
-- `outcome`: the episode return `R`, normalised within its group (GRPO, RLOO or a mean
-  baseline); Shao et al. 2024 (DeepSeekMath), Ahmadian et al. 2024, Kool et al. 2019.
-- `mc`: `r_t + V̂(s_{t+1}) - V̂(s_t)`, or `Q̂(s_t, a_t) - V̂(s_t)`, from K continuations;
-  Kazemnejad et al. 2024 (VinePPO).
-- `exact`: `Q^π(s_t, a_t) - V^π(s_t)` of the current policy, from the exact solver.
-- `solver`: `Q^μ - V^μ` under a fixed reference (uniform) or optimal policy μ, optionally
-  added to the outcome advantage with a weight (CAST-style solver values).
-- `anchor`: the episode's GRPO advantage plus `ω` times a step advantage normalised among the
-  group's steps taken in the same position; Feng et al. 2025 (GiGPO).
-- `progress`: `Φ(h_{t+1}) - Φ(h_t)` with `Φ` the success probability of a history estimated
-  from N continuations, soft (the fraction that succeed) or hard (whether any does); Wang et
-  al. 2024 (Math-Shepherd).
-
-Counterfactual credit `Q(s_t, a_t) - E_{a' ~ ρ}[Q(s_t, a')]` (`exact`, `solver`, `mc`) depends on
-the replacement distribution ρ (`REPLACEMENTS`): `on-policy` (ρ is the policy the values are of:
-the baseline is `V`), `uniform` (over the legal actions) or `null` (the environment's null,
-decorative action); see `replacement_value`.
-
-Groups: episodes of one problem are contiguous, `B = P * group_size` (P problems).
-Solver values are `v [P, T+1, S]`, `q [P, T+1, S, A]` indexed by turns LEFT
-(`env.max_turns - turn`, the trajectory's `turns_left`) and position; one problem's `[T+1, S]`
-is broadcast to every episode.
+values it needs, and returns float32 `[B, T]` advantages: zero on non-live steps, never NaN. The
+credit arms (`jaxcredit.arms`) compute those values and charge their cost. The estimators:
+`outcome` (GRPO, RLOO or a mean baseline), `mc` (VinePPO), `exact` (the current policy's
+`Q^π - V^π`), `solver` (`Q^μ - V^μ` under a fixed reference or optimal policy), `anchor`
+(GiGPO) and `progress` (Math-Shepherd). Counterfactual credit depends on the replacement
+distribution ρ (`REPLACEMENTS`: `on-policy`, `uniform`, `null`; `replacement_value`).
+Episodes of one problem are contiguous, `B = P * group_size`; solver values are `v [P, T+1, S]`,
+`q [P, T+1, S, A]`, indexed by turns LEFT and position. Formulas and references: see
+docs/training.md#credit-estimators-jaxcreditcreditpy.
 
 Shape letters: B episodes, T turns, A actions, S positions, P problems, K continuations.
 """

@@ -1,4 +1,4 @@
-"""The built-in credit arms under their older import path: each arm now lives in its own module of
+"""The built-in credit arms under a second import path: each arm lives in its own module of
 `jaxcredit.arms` (its options, `compute`, card and registration), the contract and the registry in
 `jaxcredit.arm_registry`. This module re-exports both, so `from jaxcredit.credit_arms import
 CREDIT_ARMS, McOptions, credit_arm` keeps working. The arms: `docs/training.md` (Credit estimators).

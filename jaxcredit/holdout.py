@@ -2,14 +2,12 @@
 validation and evaluation parts, so evaluation never scores a problem the policy trained on.
 
 A problem's part is a pure function of the problem itself: its canonical form
-(`env.problem_identity`, e.g. a MAD tape, or an arithmetic problem's sorted numbers and target)
-is hashed to 32 bits (FNV-1a over the int32 words, then the murmur3 finaliser), and the hash,
-read as a fraction `u` of 2^32, decides: `u < f / 2` evaluation, `f / 2 <= u < f` validation,
-otherwise training, for the holdout fraction `f`. Any generator of problems can be restricted
-to one part -- the jittable training stream by rejection among a fixed number of candidates
-(fixed shapes), host-side evaluation sets by filtering a longer seeded stream -- and the parts
-stay disjoint whoever draws from them, so a problem of an arithmetic evaluation family that
-another family's training stream could also produce is still never trained on.
+(`env.problem_identity`) is hashed to 32 bits (FNV-1a over the int32 words, then the murmur3
+finaliser), and the hash, read as a fraction `u` of 2^32, decides: `u < f / 2` evaluation,
+`f / 2 <= u < f` validation, otherwise training, for the holdout fraction `f`. Any generator of
+problems can be restricted to one part (the jittable training stream by rejection among a fixed
+number of candidates, host-side evaluation sets by filtering a longer seeded stream), and the
+parts stay disjoint whoever draws from them. See docs/training.md#held-out-evaluation.
 
 Shape letters: K words of a problem's identity, N problems, C candidates.
 """

@@ -1,31 +1,13 @@
 """The budget ledger: every environment step and policy evaluation, by what it was spent on.
 
 Rollouts, branch continuations and the solver each return a `Counts` of what they spent;
-`record(ledger, counts, account=...)` adds them to one of four accounts:
-
-- `main`: the attempts the policy learns from (also counts `main_episodes`);
-- `label`: work that produces credit labels (branch continuations, graph enumeration);
-- `critic`: data collected to train a learned value model;
-- `predictor`: the one fixed dataset of the offline action-value predictor (charged once,
-  before the first iteration).
-
-Beside them, `afterstate_env_steps` counts the environment steps an afterstate policy
-(`jaxcredit.afterstate`) spends computing the state every legal action leads to, wherever it is
-evaluated: one step per legal action of each state it scores (every account's work pays the
-same rule; a token policy spends none). `Counts.afterstate_env_steps` carries them and `record`
-adds them to this one counter whatever the account. They are environment work, so
-`total_env_steps` includes them: a budget in `total_env_steps` charges an afterstate policy for
-its input.
-
-Only live work is counted: a step taken on an episode that had already ended (padding in a
-fixed-shape batch) is neither an environment step nor a policy evaluation. A forced first
-action of a branch is an environment step but not a policy evaluation.
-
-Counters are int32 (JAX has no int64 unless x64 is enabled), so each is exact up to
-`MAX_COUNT = 2**31 - 1`. Instead of wrapping round to a negative number, a counter that would
-pass the limit saturates at `MAX_COUNT` and sets `overflowed`; `ledger_to_dict` (host side)
-raises `ValueError` on an overflowed ledger. At the calibrated ~170k main steps per minute and
-~47x label overhead that is hours of continuous counting per ledger, far beyond a sweep arm.
+`record(ledger, counts, account=...)` adds them to one of four accounts: `main` (the attempts the
+policy learns from), `label` (work that produces credit labels), `critic` (data for a learned
+value model) and `predictor` (the offline predictor's one dataset). `afterstate_env_steps`
+counts, whatever the account, the steps an afterstate policy spends computing its input, and
+`total_env_steps` includes them. Only live work is counted. Counters are int32, exact up to
+`MAX_COUNT = 2**31 - 1`; past it a counter saturates and sets `overflowed`, and `ledger_to_dict`
+raises `ValueError`. See docs/training.md#the-budget-ledger-jaxcreditledgerpy.
 """
 
 from __future__ import annotations

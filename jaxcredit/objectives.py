@@ -3,22 +3,12 @@
 A training run's `objective` is `pg` (the policy gradient on each taken action's advantage,
 `train.loop.Trainer.loss`) or one of the value-target objectives here, which use the exact value
 `Q(s, a)` of EVERY legal action `a` at each visited state `s` (the `exact` and `solver` credit
-arms' value tables, gathered by `credit.solver_menu_values`), not only the taken one:
-
-- `dense`: cross-entropy from the policy to the softmax of the values over legal actions,
-  `L(s) = -Σ_a p(a) log π(a|s)` with `p(a) = exp(Q(s,a)/τ) / Σ_b exp(Q(s,b)/τ)`.
-- `pairwise`: logistic ranking loss over the ordered legal pairs (RankNet),
-  `L(s) = (1/|P(s)|) Σ_{(i,j) in P(s)} log(1 + exp(-(z_i - z_j)))`, with `z` the policy's logits
-  and `P(s) = {(i, j) legal: Q(s,i) > Q(s,j) + TIE_TOLERANCE}`; tied pairs are ignored, and a
-  state with no ordered pair (one legal action, or all tied) contributes nothing.
-- `hard`: cross-entropy with the best legal action as the label,
-  `L(s) = -(1/|B(s)|) Σ_{a in B(s)} log π(a|s)`, `B(s) = {a legal: Q(s,a) >= max_b Q(s,b) - TIE_TOLERANCE}`:
-  ties share the label uniformly.
-
-Sums and maxima run over legal actions only; `log π` is the log-softmax over legal actions, so
-`z_i - z_j = log π(i|s) - log π(j|s)` for legal i, j. Every function returns the per-state loss
-and whether the state counts (enters the average over steps). `Q` is a constant (the values do
-not depend on the parameters being updated).
+arms' value tables, gathered by `credit.solver_menu_values`), not only the taken one: `dense`
+(cross-entropy to the softmax of the values), `pairwise` (a RankNet-style logistic loss over the
+ordered legal pairs) and `hard` (cross-entropy with the best legal actions as the label; values
+within `TIE_TOLERANCE` are ties). Sums, maxima and `log π` run over legal actions only; `Q` is a
+constant. Every function returns the per-state loss and whether the state counts. The formulas:
+see docs/training.md#objectives-objective.
 
 Shape letters: A actions; `...` any leading axes (e.g. `[B, T]`).
 """

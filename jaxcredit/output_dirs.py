@@ -1,21 +1,14 @@
 """What kind each output directory is, and directories published whole or not at all.
 
-Every directory a command writes has a kind, recorded first in a small marker file
-`.jaxcredit-kind` (`{"kind": "sweep", "version": 1}`): `run` (`train`, a sweep's cell), `sweep`,
-`audit` (`audit --out`), `transcripts` (`agent play --out`), `transcript-audit` (`audit
-transcripts --out`) and `page` (the folder beside a results page). A directory without a marker
-(written before markers, or a published record) is recognised by what it holds (`infer_kind`).
-A command writes only into a new (or empty) directory or one of its own kind: `check_kind`
-refuses anything else with one line naming the kind found, before anything is written.
-
-`publish_directory(staged, target)` puts a directory built completely elsewhere (`staging_dir`:
-beside the target, so on the same filesystem) in place of `target` with one atomic exchange
-(`renameat2(RENAME_EXCHANGE)`; two renames where the filesystem has no exchange), then renames
-the files that go with it (a results page's `.md`). `recover_published(target)` finishes or
-undoes an interrupted publication from its journal: before the exchange the old state stays,
-after it the new one is completed. `with published(target, kind, command) as staged:` does it
-all: lock, recover, build into `staged`, publish; on an error nothing of it remains. Every step
-calls `rundir_io.before_file_operation` first.
+Every directory a command writes has a kind, recorded first in a marker file `.jaxcredit-kind`
+(`{"kind": "sweep", "version": 1}`): `run`, `sweep`, `audit`, `transcripts`, `transcript-audit`
+or `page`. A directory without a marker is recognised by what it holds (`infer_kind`). A command
+writes only into a new (or empty) directory or one of its own kind: `check_kind` refuses anything
+else in one line, before anything is written. `publish_directory(staged, target)` puts a
+directory built completely in `staging_dir` in place of `target` with one atomic exchange, then
+renames the files that go with it; `recover_published(target)` finishes or undoes an interrupted
+publication from its journal. `with published(target, kind, command) as staged:` does it all:
+lock, recover, build, publish; on an error nothing of it remains. See docs/reliability.md.
 """
 
 from __future__ import annotations

@@ -1,15 +1,13 @@
 """A network applied to the kept rows of a fixed-shape batch only, with the same gradient.
 
-An afterstate policy scores one encoding per action, but most actions of a state are illegal
-(arithmetic with 3 numbers: about 8 of 28 on a rollout's live steps), and an illegal row's score
-is masked away. `packed_rows(fn, params, rows, keep)` gathers the kept rows to the front and
-applies `fn` to them `chunk` at a time in a `lax.while_loop` that stops after the last one, so
-the work follows the number of kept rows, not the batch's fixed shape. The rows not kept score 0.
-
-Reverse mode goes through a `jax.custom_vjp`: the backward pass walks the same chunks again,
-recomputing each chunk's forward pass inside `jax.vjp` (nothing but the inputs is kept between
-the passes), so its gradient with respect to `params` is that of `fn` on the kept rows, equal to
-the dense one up to float summation order. `rows` and `keep` get no gradient.
+An afterstate policy scores one encoding per action, but most actions of a state are illegal,
+and an illegal row's score is masked away. `packed_rows(fn, params, rows, keep)` gathers the kept
+rows to the front and applies `fn` to them `chunk` at a time in a `lax.while_loop` that stops
+after the last one, so the work follows the number of kept rows, not the batch's fixed shape. The
+rows not kept score 0. Reverse mode goes through a `jax.custom_vjp` whose backward pass walks the
+same chunks again, recomputing each chunk's forward pass inside `jax.vjp`, so the gradient with
+respect to `params` equals the dense one up to float summation order. `rows` and `keep` get no
+gradient.
 
 Shape letters: N rows, W tokens per row, C rows per chunk.
 """

@@ -3,22 +3,13 @@
 `make_policy(config, env)` returns `PolicyFunctions(init_fn, policy_fn, value_fn)`: `init_fn(key) -> params`,
 `policy_fn(params, observation, legal_action_mask) -> logits` (the `jaxcredit.policy_fn.PolicyFn`
 contract, so the network and the uniform policy are interchangeable everywhere) and
-`value_fn(params, observation, legal_action_mask) -> value` for a critic. Both functions batch
-over any leading axes.
-
-Architecture (flax lm1b style, one frozen `PolicyConfig`): token + learned position
-embeddings, `num_layers` pre-LayerNorm blocks (full self-attention over the observation, then an
-MLP), then a final LayerNorm and two heads (action logits, scalar value) applied to the LAST
-token only. The last block computes its attention query and MLP for that token alone: nothing
-else is read, and it saves about a third of the forward pass. The default config (d_model 64,
-2 blocks, 4 heads, MLP 256) has about 103k parameters on default MAD.
-
-With `PolicyConfig(policy_input="afterstate")` the same network reads one afterstate encoding
-(`jaxcredit.afterstate`, `W = L + 2` tokens over `V + 5` ids) and its action head has one
-output, the afterstate's score; the policy is `jaxcredit.policy_fn.AfterstatePolicy`, the
-softmax of the scores of every legal action's afterstate, and the value head of each afterstate
-gives the critic `V(s) = sum_a pi(a|s) v(s_a)`. Its parameters do not depend on `A`, except with
-`afterstate_lookahead=1` (`W = L + 5` tokens over `V + A + 10` ids: the successor count is a token).
+`value_fn(params, observation, legal_action_mask) -> value` for a critic. Both batch over any
+leading axes. Architecture (flax lm1b style, one frozen `PolicyConfig`): token and position
+embeddings, `num_layers` pre-LayerNorm blocks, a final LayerNorm and two heads (action logits,
+scalar value) on the LAST token only. With `policy_input="afterstate"` the same network scores one
+afterstate encoding (`jaxcredit.afterstate`) and the policy is
+`jaxcredit.policy_fn.AfterstatePolicy`. See docs/training.md#policy-jaxcreditpolicypy and
+docs/training.md#policy-input-tokens-or-afterstates-policy_input.
 
 Shape letters: L observation length, A actions, D model width.
 """

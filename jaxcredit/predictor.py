@@ -1,27 +1,14 @@
 """The offline action-value predictor: one fixed dataset of Monte Carlo labels, one model fitted once.
 
-The `predictor` credit arm (`jaxcredit.arms.predictor`) follows the study's design: before training,
-it collects states visited by the initial policy π₀ on training problems, labels EVERY legal action
-of each state with the mean return of K continuations (the first action forced, π₀ after it), fits
-a model of `Q(s, a)` to those labels, and freezes it. During training the model's predictions are
-the action labels; no further continuation is run. Everything the labels cost (the episodes that
-visited the states and every continuation step) is charged once, to the ledger's `predictor`
-account.
-
-- `load_labeller`: a finished training run's final policy as the labelling policy, with what it cost.
-- `visited_states`: one state per episode, uniform among the episode's live steps.
-- `build_dataset`: the `PredictorData` of those states and their cost (`Counts`).
-- `fit_predictor`: full-batch Adam on the squared error over the labelled (state, legal action) pairs.
-- `predicted_action_values`: the model's `Q̂(s, ·)` (0 on illegal actions).
-- `prepare_predictor`: all of it, once: the dataset, the fitted model and its summary (`scored_problems`:
-  the held-out problems it is scored on).
-- `heldout_accuracy`: the predicted advantage `Q̂(s, a) − Σ_b π₀(b|s) Q̂(s, b)` against the exact
-  `Q^π₀(s, a) − V^π₀(s)` (`solver_values.reference_values`) on states of held-out problems:
-  Pearson correlation and sign agreement, with the number of pairs.
-
-The model is any `PolicyFn`-shaped function whose output on legal actions is read as `Q̂` (the
-credit arm uses a fresh copy of the policy Transformer, `jaxcredit.policy`, whose zero-initialised
-action head predicts 0 everywhere before fitting).
+The `predictor` credit arm (`jaxcredit.arms.predictor`): before training, it collects states
+visited by the initial policy π₀ on training problems, labels EVERY legal action of each state
+with the mean return of K continuations under a labelling policy (π₀, or a run's final policy:
+`load_labeller`), fits a model of `Q(s, a)` to those labels, and freezes
+it. During training the model's predictions are the action labels. Everything the labels cost is
+charged once, to the ledger's `predictor` account. `visited_states`, `build_dataset`,
+`fit_predictor` (full-batch Adam), `predicted_action_values` and `prepare_predictor` (all of it,
+once) build it; `heldout_accuracy` scores it against exact advantages. The model is a fresh copy of the policy Transformer, whose zero-initialised
+action head predicts 0 before fitting. See docs/training.md#the-offline-action-value-predictor-predictor.
 
 Shape letters: N states, A actions, L observation length, K continuations, E held-out states,
 V validation problems.

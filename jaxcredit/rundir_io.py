@@ -1,27 +1,14 @@
 """Safe writes into output directories: one lock per directory, atomic files, strict JSON.
 
 Everything that writes a run, sweep, audit or report directory goes through this module (the
-trainer and the analysis both use it; it imports neither):
-
-- `RunLock(directory, command)`: an exclusive lock file `.jaxcredit.lock` holding the owner's
-  pid, host, command and start time. The exclusion is a kernel `flock`, which the kernel drops
-  when its process dies (so a `kill -9` leaves no lock behind: the next process takes over the
-  stale file); the record names the owner in the one-line error a second process gets.
-- `write_text_atomic`, `write_json_atomic`, `write_jsonl_atomic`: a temporary file, `fsync`, then
-  a rename, so a file is either its old or its new content, never torn.
-- `strict_json(obj)`: JSON without NaN or infinity (strict readers refuse them): a non-finite
-  number becomes `null` and its key gets a sibling `<key>_reason` saying why.
-- `read_json`, `read_jsonl`, `is_finished`: the one strict reader of what was written. A torn,
-  empty, non-UTF-8 or non-strict file (or JSON-lines row) is a `TornFile` error naming the file
-  (and line), never a finished cell.
-- `check_writable_dir(path)`: refuse an output path that is a file or not writable before any work.
-- the sweep directory's format: its budget regimes (`REGIMES`, what each means, which ledger
-  counter each budgets), the cell of a matched run (`matched_cell`), and one cell's per-seed
-  measures read from its metrics rows (`seed_measures`): the trainer, its sweeps and the
-  analysis all use these.
-
-Every file operation calls `before_file_operation(kind, path)` first. It does nothing; tests
-replace it to stop a process between any two file operations (crash injection).
+trainer and the analysis both use it; it imports neither): `RunLock` (an exclusive kernel `flock`
+on `.jaxcredit.lock`, with a record naming the owner), `write_text_atomic`, `write_json_atomic`
+and `write_jsonl_atomic` (a temporary file, `fsync`, a rename), `strict_json` (no NaN or
+infinity: `null` and a sibling `<key>_reason`), the strict readers `read_json`, `read_jsonl` and
+`is_finished` (a torn file is a `TornFile` error, never a finished cell), `check_writable_dir`,
+and the sweep directory's format (`REGIMES`, `matched_cell`, `seed_measures`). Every file
+operation calls `before_file_operation(kind, path)` first: it does nothing, and tests replace it to
+stop a process between any two file operations. See docs/reliability.md.
 """
 
 from __future__ import annotations

@@ -4,14 +4,10 @@ Every batch in jaxcredit has a leading axis of independent episodes (or continua
 scaling out is data parallelism over that axis: a 1-D `Mesh` named `"batch"` over the devices,
 and a `NamedSharding(mesh, P("batch"))` that jitted code applies to the batch axis with
 `jax.lax.with_sharding_constraint` (`constrain_batch`). Parameters stay replicated; XLA inserts
-the few collectives needed (the loss's sums, the continuation loop's "any episode still live").
-Per-row arithmetic is unchanged, so a sharded run matches the one-device run to float tolerance
-(tested with 8 forced host devices). A batch axis that does not divide the number of devices is
-padded by XLA.
-
-Many machines: call `initialize_distributed(...)` (a thin, documented wrapper of
-`jax.distributed.initialize`) in every process before any other JAX call; `jax.devices()` then
-lists the devices of all processes, and `batch_mesh` spans them all.
+the few collectives needed. Per-row arithmetic is unchanged, so a sharded run matches the
+one-device run to float tolerance (tested with 8 forced host devices). Many machines: call
+`initialize_distributed(...)` (a thin wrapper of `jax.distributed.initialize`) in every process
+before any other JAX call; `batch_mesh` then spans every process's devices. See docs/scale-out.md.
 
 Shape letters: N batch rows (episodes or continuations).
 """

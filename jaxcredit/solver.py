@@ -1,21 +1,13 @@
 """The exact solver: a problem's complete graph of positions, and exact values over the turns left.
 
 `build_graph` enumerates every position of one problem through the environment's positions
-contract and steps every action there with the environment's own `step` (no second copy of the
-dynamics), giving a transition table. Backward induction over the turns left then gives exact
-`V[t, s]` and `Q[t, s, a]` for any policy given as action probabilities at every position
-(optionally different at every turn), the optimal values, the soft-optimal values of a Boltzmann
-policy with a temperature, and reachability of success. Every
-function here is pure with fixed shapes: jit it, and `jax.vmap` it over problems;
-`jaxcredit.solver_batch.solve_batch` does both in chunks for many problems. Values under a
-reference policy, a network's included, have one entry point: `jaxcredit.solver_values.reference_values`.
-
-Conventions. The first axis of values counts turns LEFT: `v[0] = 0` (no turn, no reward) and,
-for `t >= 1`, `Q[t, s, a] = reward[s, a] + (1 - terminal[s, a]) * V[t - 1, next_position[s, a]]`.
-An illegal (refused) action has reward 0 and `next_position == s`, so its Q is the value of the
-same position with one turn fewer. An ended episode has no position: it contributes only the
-reward of the step that ended it, so V of an ended state is 0 by construction. Success means a
-step that earns a positive reward.
+contract and steps every action there with the environment's own `step`, giving a transition
+table. Backward induction over the turns left then gives exact `V[t, s]` and `Q[t, s, a]` for any
+policy given as action probabilities at every position, the optimal and soft-optimal values, and
+reachability of success. Every function is pure with fixed shapes: jit it and `jax.vmap` it over
+problems (`jaxcredit.solver_batch.solve_batch` does both). Values under a reference policy have
+one entry point, `jaxcredit.solver_values.reference_values`. Values count turns LEFT on their
+first axis (`v[0] = 0`). See docs/solver.md#values-and-conventions.
 
 Shape letters: B problems, S positions, A actions, L observation length, T turns (the horizon;
 value arrays have T + 1 rows, one per number of turns left `0..T`).

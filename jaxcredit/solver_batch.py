@@ -2,19 +2,12 @@
 
 `solve_batch` is what audits and benchmarks call for hundreds or thousands of problems, under the
 uniform or the optimal policy. It keeps only what they need per problem (the start position's V
-and Q, the graph's size), so memory stays at one chunk. It gives the values of
-`jaxcredit.solver` (same recursion, same conventions) at a fraction of the work:
-
-- the graph is a list of legal moves (valid position, legal action), not the full `[S, A]`
-  table: in arithmetic about 60% of the S index slots break a rule for a given problem and most
-  valid positions (one number left) have 2 legal actions of 53, so about 7% of the table is
-  stepped; MAD steps 9 of 17 actions. A refusal, the rest of the table, never needs a step:
-  under these policies it has probability 0 (only the start row, whose Q is returned for every
-  action, is stepped whole);
-- problems are sorted by size and each chunk is padded to buckets of `S / 8` rows and
-  `S * A / 64` moves, so only a few shapes compile;
-- a chunk's graphs are solved as one block-diagonal graph (one flat gather and one sorted
-  segment sum per turn).
+and Q, the graph's size), so memory stays at one chunk, and gives the values of
+`jaxcredit.solver` at a fraction of the work: the graph is a list of legal moves (valid position,
+legal action), not the full `[S, A]` table (a refusal has probability 0 under these policies, so
+only the start row is stepped whole); problems are sorted by size and each chunk padded to a few
+bucketed shapes, so only a few compile; a chunk's graphs are solved as one block-diagonal graph.
+See docs/solver.md#many-problems-at-once-solve_batch.
 
 Shape letters: B problems, S positions, K rows (valid positions, padded), E moves (padded), A actions.
 """

@@ -3,29 +3,11 @@
 `reference_values(env, problem, policy=...)` takes a problem's graph (built here unless given),
 the reference policy's action probabilities at every position, and evaluates them by backward
 induction (`jaxcredit.solver`). The policy is `"network"` (a `PolicyFn` with its parameters) or
-one of the fixed `solver.POLICIES` (`"uniform"`, `"optimal"`, `"soft"`; see
-`solver.solve_graph`). The trainer's exact and solver credit arms, the analysis (exact credit
-at recorded steps, audits, action classes) and `jaxcredit solve` all call it.
-
-The network is evaluated only where it is needed (`network_policy_probs`): at the positions
-reached from the start (`solver.positions_reached`), once per distinct (observation, legal
-mask) among them, in fixed-size chunks of rows (a `jax.lax.while_loop` runs as many chunks as
-there are distinct rows, so no size cap can be exceeded). In arithmetic (C = 4) a problem has
-10,417 position slots, about 3,900 reached positions and 300-700 distinct observations (the
-observation shows the live numbers, not the path that made them). Positions not reached get
-probability 0 everywhere, so their values are 0, not the policy's: read values only at positions
-reached from the start (every state of an episode on that problem is).
-
-An afterstate policy (`jaxcredit.policy_fn.AfterstatePolicy`) is scored from the graph without
-stepping again: the afterstate of a legal non-terminating action `a` at position `s` with `t`
-turns left is position `next_position[s, a]` with `t - 1` turns left, encoded with the reward's
-sign; a terminating one is its outcome tokens alone (`jaxcredit.afterstate`). The network scores
-each distinct encoding among those the reached positions lead to, once (about as many as a token
-network's distinct rows, plus the three terminal encodings), and the logits are gathered. With
-lookahead (`AfterstatePolicy.lookahead`), the summary of an afterstate's successors is the graph's
-row of its next position (its legal moves, which end, with which reward sign), and none on the last
-turn (the afterstate is truncated); where the observation hides the clock, the probabilities then
-take three rows (one turn left, two or more, and none).
+one of `solver.POLICIES` (`"uniform"`, `"optimal"`, `"soft"`). The exact and solver credit arms,
+the analysis and `jaxcredit solve` all call it. The network is evaluated only at positions
+reached from the start, once per distinct (observation, legal mask) row, in fixed-size chunks
+(`network_policy_probs`); unreached positions get values 0. An afterstate policy is scored from
+the graph without stepping again. See docs/architecture.md#the-solver-contract.
 
 Shape letters: S positions, A actions, L observation length, T turns (value arrays have T + 1
 rows, one per number of turns left), N rows (positions, or positions x turns).

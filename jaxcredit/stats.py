@@ -2,16 +2,13 @@
 
 Arms that share a seed share their initial parameters and problem streams, so two arms are
 compared seed by seed. With `d_i = arm_i - baseline_i` over `n` seeds, the interval is the paired
-Student-t interval `mean(d) ± t(n - 1, (1 + confidence) / 2) · sd(d) / sqrt(n)` (`sd` with
-`n - 1` in the denominator), and the p-value is the two-sided paired t-test's. It is exact when
-the per-seed differences are normal, for any `n >= 2` (a test simulates paired experiments at
-n = 2, 5 and 20 and finds 95% coverage); what it cannot fix is that with few seeds it is wide and
-leans on that normality, so every table warns below `MIN_RELIABLE_SEEDS`. A percentile bootstrap
-over seeds is not the main interval: over 2 seeds it is the [min, max] of the two differences,
-and below about 20 seeds it covers far less than it claims; `paired_bootstrap` gives it beside the
-t interval, and `sign_flip_p` a test that assumes no normality (the paired sign-flip permutation
-test, exact up to 20 seeds). When one reference is compared with several arms, `holm` adjusts the
-p-values (Holm's step-down: the family-wise error stays below alpha).
+Student-t interval `mean(d) ± t(n - 1, (1 + confidence) / 2) · sd(d) / sqrt(n)`, and the p-value
+the two-sided paired t-test's: exact when the per-seed differences are normal, for any `n >= 2`,
+but wide with few seeds, so every table warns below `MIN_RELIABLE_SEEDS`. `paired_bootstrap`
+gives a percentile bootstrap beside it (it covers far less than it claims below about 20 seeds),
+`sign_flip_p` the paired sign-flip permutation test (no normality assumed), and `holm` Holm's
+step-down adjustment when one reference is compared with several arms. See
+docs/analysis.md#how-intervals-are-computed.
 """
 
 from __future__ import annotations

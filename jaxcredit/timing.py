@@ -1,24 +1,18 @@
 """Wall-clock records of sweep cells: when each cell ran, for how long, and on which machine.
 
 A sweep cell's run directory gets `timing.json` (`TIMING_NAME`), written by the sweep after each
-session that ran the cell (the first run, then every resume; a cell already finished before the
-session adds nothing):
+session that ran the cell (the first run, then every resume):
 
-    {"sessions": [{"started": "2026-12-01T05:50:12Z", "wall_seconds": 812.4, "resumed": false,
+    {"sessions": [{"started": "YYYY-MM-DDTHH:MM:SSZ", "wall_seconds": 812.4, "resumed": false,
                    "finished": true, "load_average": {"start": [...], "end": [...]},
                    "machine": {"host", "platform", "machine", "cpus", "cpu": {"model", "vector"},
                                "python", "jax_version", "jax_backend", "devices", "libraries"},
                    "program": {"version", "source", "location"}}]}
 
-(`cpu` and `libraries` since 2026-12-02, `program` (`jaxcredit.program.program_record`: the
-jaxcredit version and a fingerprint of its source) since 2026-12-04; older records lack them.)
-
-A session stopped by an error or an interrupt is recorded too (`finished: false`), so the time a
-cell took is the sum of its sessions. A session killed outright (`kill -9`, a machine going away)
-keeps what its heartbeat last wrote: while the cell runs, its record is rewritten every
-`HEARTBEAT_SECONDS` (by the process holding the cell's lock only), so at most that much of a
-killed session's time is lost. The results pages (`jaxcredit report --page`) read it;
-sweeps written before it existed have none, and the pages say "not recorded".
+`program` is `jaxcredit.program.program_record`; records older versions wrote may lack `cpu`,
+`libraries` and `program` (CHANGELOG.md). A session stopped by an error is recorded too
+(`finished: false`); one killed outright keeps what its heartbeat (every `HEARTBEAT_SECONDS`)
+last wrote. Results pages read it: see docs/analysis.md#results-pages.
 """
 
 from __future__ import annotations

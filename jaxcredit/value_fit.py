@@ -1,16 +1,13 @@
 """Fitting an arm's learned value head on a fixed policy's own episodes, before labelling with it.
 
-An arm with a learned value head (critic, progress-model) trains that head as training goes, on
-the critic batch its `compute` returns each iteration. Measured without training (the suite's
-label quality), the head would be whatever the fixed policy's parameters hold, not the arm's
-estimate at that policy. `fit_value_head` is the arm's `fit_for_labels` hook
-(`jaxcredit.arm_registry.CreditArm`): for `steps` updates it plays one fresh batch of episodes
-of the fixed policy π, calls the arm's own `compute` on them (with the head as fitted so far) and
-takes one Adam step on the critic batch's squared error, as a training iteration does, but on a
-copy of π's parameters: π itself never changes, only the value head read from the copy does.
-
-Cost, as training charges it: the fitting episodes are on-policy main data (`main`), and the
-arm's own label work (the critic's continuation labels) goes to its account as `compute` returns it.
+An arm with a learned value head (critic, progress-model) trains that head as training goes.
+Measured without training (the suite's label quality), the head would be whatever the fixed
+policy's parameters hold, not the arm's estimate at that policy. `fit_value_head` is the arm's
+`fit_for_labels` hook (`jaxcredit.arm_registry.CreditArm`): for `steps` updates it plays a fresh
+batch of the fixed policy π's episodes, calls the arm's own `compute` on them and takes one Adam
+step on the critic batch's squared error, on a copy of π's parameters: π itself never changes.
+The fitting episodes are charged to `main`, the arm's own label work to its account, as training
+charges them. See docs/suite.md#label-quality-no-training.
 
 Shape letters: P problems, B episodes, M critic label states.
 """

@@ -3,26 +3,12 @@
 On fixed trajectories of a fixed policy π (the uniform policy, or the network after a fixed,
 seeded amount of training), every arm labels the same steps, with the same key, under the same
 π. The reference is the exact counterfactual credit `Δ_t = Q^π(s_t, a_t) − V^π(s_t)` from the
-solver (`jaxcredit.analysis.exact`, a path independent of the `exact` arm's own code). Measures
-over the live steps:
-
-- **sign agreement**: the share of steps with a non-decorative exact label (`|Δ_t| > ε_t`, the
-  action-class tolerance of `jaxcredit.analysis.classes`) whose label has the same sign
-  (a label of exactly 0 counts as half agreement);
-- **rank correlation**: Spearman's ρ between the labels and `Δ`;
-- **normalised error**: `min_{α ≥ 0} ‖α c − Δ‖² / ‖Δ‖² = 1 − max(0, cos(c, Δ))²`, the error left
-  after the best non-negative rescaling (arms label in different units: GRPO normalises, the
-  exact arm is in success probability). 0 for exact labels, about 1 for labels unrelated to `Δ`.
-
-The experiment's score is `1 − normalised error`, in [0, 1]. The same measures are given per
-action class (load-bearing, decorative, harmful: harmful-but-recovered and harmful together),
-and each arm's label cost per ledger account (env steps, policy evaluations).
-
-An arm with a learned part (a value head: critic, progress-model) has it fitted first, through
-its `fit_for_labels` hook (`jaxcredit.value_fit.fit_value_head`): `fit_steps` updates, each on a
-fresh seeded batch of π's own episodes (the setting's batch size), as training would fit it, on
-a copy of π's parameters (π never changes). That work is charged to the arm: the fitting
-episodes under `main`, its own label work under its account.
+solver (`jaxcredit.analysis.exact`, a path independent of the `exact` arm's code). Measures over
+the live steps: **sign agreement** on the steps whose exact label is not decorative, **rank
+correlation** (Spearman) and the **normalised error** after the best non-negative rescaling;
+the score is `1 − normalised error`. The same measures are given per action class,
+with each arm's label cost. An arm with a learned value head is fitted first (`fit_for_labels`),
+the work charged to the arm. See docs/suite.md#label-quality-no-training.
 
 Shape letters: B episodes, T turns.
 """

@@ -1,27 +1,14 @@
 """Aggregation of suite scores per tag, with rliable, and the scorecard's report and plot.
 
-`scorecard.json` (schema `jaxcredit.scorecard/1`):
-
-```
-{"schema": "jaxcredit.scorecard/1", "suite": "quick" | "full", "arms": [arm, ...],
- "experiments": {name: {"kind", "description", "tags": [...], "seeds", "settings": [...],
-                        "status": "finished" | "unfinished" | "not-run",
-                        "reason": str,                                     # not-run only
-                        "scores": {score_tag: {arm: [score per seed]}},   # mean over settings
-                        "details": {...}}},                                # per kind, see docs/suite.md
- "tags": {tag: {arm: {"iqm", "low", "high", "runs", "tasks"}}},
- "machine": str, "run_time_s": float, "runs": int, "machines": [str, ...]}
-```
-
-`run_time_s` sums the wall time of every run of the suite that did work (`OUT/timing.json`: the
-first run and each resume), `runs` counts them and `machines` names their processors; `machine`
-is the processor of the run that wrote the scorecard.
-
-A tag's aggregate is the interquartile mean (IQM) over every (seed, experiment) score of the
-finished experiments carrying it, with a 95% stratified-bootstrap interval (rliable's
-`get_interval_estimates`, 2,000 resamples, seeded); tasks with fewer seeds than the most are
-left out of that tag and named. Unfinished experiments (stopped before the end) and experiments
-not run (waiting for their learnability gate, with the reason) are listed, never scored.
+`scorecard.json` (schema `jaxcredit.scorecard/1`) holds the suite, its arms, every experiment
+(kind, tags, seeds, settings, status, scores per score tag and arm, details), the aggregates per
+tag and arm (`iqm`, `low`, `high`, `runs`, `tasks`), and the run time: `run_time_s` sums every run
+of the suite that did work (`OUT/timing.json`), `runs` counts them and `machines` names their
+processors. A tag's aggregate is the interquartile mean (IQM) over every (seed, experiment) score
+of the finished experiments carrying it, with a 95% stratified-bootstrap interval (rliable's
+`get_interval_estimates`, 2,000 resamples, seeded); tasks with fewer seeds than the most are left
+out of that tag and named. Unfinished experiments and experiments not run (waiting for their
+learnability gate) are listed, never scored. The schema field by field: docs/suite.md#output.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ whose links and anchors all resolve (docs/architecture.md states the rules this 
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -232,3 +234,80 @@ def test_every_results_page_opens_with_its_findings():
     assert pages
     late = [p.name for p in pages if "## Findings" not in p.read_text().splitlines()[:40]]
     assert not late, f"results pages without '## Findings' in their first 40 lines: {late}"
+
+
+# ----- modules: short docstrings, no history, no long files --------------------------------------
+MODULE_DOCSTRING_MAX_WORDS = 150
+MODULE_MAX_LINES = 600
+ISO_DATE = re.compile(r"(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)")  # a date, alone or in a timestamp
+DOCS_LINK = re.compile(r"\bdocs/([\w./-]+\.md)(?:#([\w-]+))?")
+
+
+def _package_modules() -> list[Path]:
+    return [path for folder in sorted(LAYERS) for path in _layer_files(folder)]
+
+
+def _docstrings_and_comments(source: str) -> list[str]:
+    """Every docstring (module, class, function) and every `#` comment of a Python source."""
+    texts = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                texts.append(doc)
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    texts += [token.string for token in tokens if token.type == tokenize.COMMENT]
+    return texts
+
+
+def _long_docstrings(paths) -> list[str]:
+    long = []
+    for path in paths:
+        words = len((ast.get_docstring(ast.parse(path.read_text())) or "").split())
+        if words > MODULE_DOCSTRING_MAX_WORDS:
+            long.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {words} words")
+    return long
+
+
+def _dated(paths) -> list[str]:
+    return [f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {date}"
+            for path in paths for text in _docstrings_and_comments(path.read_text())
+            for date in ISO_DATE.findall(text)]
+
+
+def test_every_module_docstring_is_at_most_150_words():
+    """A module docstring says what the module is for and links its docs page for the rest."""
+    long = _long_docstrings(_package_modules())
+    assert not long, f"module docstrings over {MODULE_DOCSTRING_MAX_WORDS} words: {long}"
+
+
+def test_no_docstring_or_comment_holds_a_date():
+    """Code describes the present; history goes in CHANGELOG.md."""
+    dated = _dated(_package_modules())
+    assert not dated, f"dates in docstrings or comments: {dated}"
+
+
+def test_no_module_is_over_600_lines():
+    long = [f"{p.relative_to(ROOT)}: {n}" for p in _package_modules()
+            if (n := len(p.read_text().splitlines())) > MODULE_MAX_LINES]
+    assert not long, f"modules over {MODULE_MAX_LINES} lines: {long}"
+
+
+def test_every_docs_link_in_a_module_docstring_resolves():
+    broken = []
+    for path in _package_modules():
+        for page, anchor in DOCS_LINK.findall(ast.get_docstring(ast.parse(path.read_text())) or ""):
+            target = ROOT / "docs" / page
+            if not target.exists() or (anchor and anchor not in _anchors(target)):
+                broken.append(f"{path.relative_to(ROOT)}: docs/{page}{'#' + anchor if anchor else ''}")
+    assert not broken, f"module docstrings link what is not there: {broken}"
+
+
+def test_the_module_checks_catch_a_long_docstring_and_a_date(tmp_path):
+    short, long, dated = tmp_path / "short.py", tmp_path / "long.py", tmp_path / "dated.py"
+    short.write_text('"""' + " ".join(["word"] * 150) + '"""\n')
+    long.write_text('"""' + " ".join(["word"] * 151) + '"""\n')
+    dated.write_text('"""Fine."""\n\nX = "2026-12-01"  # measured 2026-12-02\n\n\n'
+                     'def f():\n    """Since 2026-12-03T05:50:12Z."""\n')
+    assert _long_docstrings([short, long]) == [f"{long}: 151 words"]
+    assert _dated([short, dated]) == [f"{dated}: 2026-12-03", f"{dated}: 2026-12-02"]

@@ -1,22 +1,14 @@
 """Where a sweep's cells run: one after another here (`local`), or as tasks on a Ray cluster (`ray`).
 
 Sweep cells are independent runs: each `run_training(config, cell_dir)` writes its own run
-directory and returns its summary, and every random draw is a function of the config's seeds, so
-the backend changes where a cell runs, never what it computes. A sweep calls `run_cells` once per
-phase: the matched regime's cells need the totals of the equal-attempts cells, so they run after.
-The Ray backend (optional extra `jaxcredit[ray]`) sends each cell as one `ray.remote` task; every
-node needs jaxcredit installed and the sweep directory on a filesystem all nodes share (on one
-machine: any directory). A Ray task receives its cell's config as JSON and the sweep's plugins
-(`jaxcredit.plugins`), which it imports before rebuilding the config, so an arm a plugin
-registers trains in a worker process as it does here.
-
-Every worker must compute with the driver's program. Ray puts the driver's working directory first
-on its workers' `sys.path`, so a sweep started from a directory holding another jaxcredit (a
-checkout, while an older install runs the study) would train its cells with that one. The backend
-therefore starts Ray from the directory holding the driver's package (its tasks get absolute run
-directories, and the driver's import path after their own, where plugin modules are found), and
-each task compares its program (`jaxcredit.program.program_record`: version and source
-fingerprint) with the driver's and refuses to run a cell under another one.
+directory, and every random draw is a function of the config's seeds, so the backend changes where
+a cell runs, never what it computes. A sweep calls `run_cells` once per phase (the matched cells
+need the equal-attempts totals). The Ray backend (optional extra `jaxcredit[ray]`) sends each cell
+as one `ray.remote` task with its config as JSON and the sweep's plugins; every node needs
+jaxcredit installed and the sweep directory on a shared filesystem. Every worker computes with the
+driver's program: Ray starts from the directory holding the driver's package, and each task
+refuses to run under another program (`jaxcredit.program.program_record`). See
+docs/scale-out.md#ray-for-sweeps-bigger-than-one-machine.
 """
 
 from __future__ import annotations

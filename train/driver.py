@@ -2,27 +2,14 @@
 
 `run_training(config, out)` runs `config.num_seeds` seeds at once (`jax.vmap` over the seed) in
 segments that end when the budget counter crosses the next evaluation threshold. After each
-segment it evaluates, rewrites `metrics.jsonl`, and checkpoints the whole state, so a resumed
-run (`resume=True`) continues from the last segment and produces exactly the metrics of an
-uninterrupted one: every random draw is a function of the seed and the iteration number.
-
-A long segment runs in calls of about `STEP_SECONDS` (at most the checkpoint interval), and at
-least every `checkpoint_seconds` (default `CHECKPOINT_SECONDS`) of them the state is checkpointed
-too, inside the segment: a killed run loses at most that much work, the progress bar moves after
-every call, and Ctrl-C is handled when the current call returns. Where a segment is cut changes
-nothing (`Trainer.run_until`: which iterations run depends only on the limits reached), so a run
-resumed from such a checkpoint produces exactly the metrics of an uninterrupted one (tested).
-
-Safety (see `rundir.py`): everything is validated before any work; the directory is locked while
-this process writes it; `config.json` is written first and `summary.json` last, so a process
-killed between any two file operations leaves a `resumable` or `finished` directory; a resume
-checks the config, the checkpoint pointer and `metrics.jsonl` against the checkpoint before it
-trusts them, and the finishing steps (policies, summary) can be repeated.
-
-Several processes (`jax.distributed`, one run over every process's devices): every process runs
-this same function over the same config; values are gathered to every host before they become
-numbers, only process 0 writes the run directory's files, and every process joins orbax's
-checkpoint saves and restores (orbax coordinates them). See "several processes" below.
+segment it evaluates, rewrites `metrics.jsonl`, and checkpoints the whole state; a long segment
+runs in calls of about `STEP_SECONDS` and is checkpointed inside too, at least every
+`checkpoint_seconds`. Every random draw is a function of the seed and the iteration number, and
+where a segment is cut changes nothing, so a resumed run (`resume=True`) produces exactly the
+metrics of an uninterrupted one (tested). The run directory is validated, locked and written in an
+order that leaves it `resumable` or `finished` at every point (`rundir.py`). Over several
+processes (`jax.distributed`) every process runs this function, only process 0 writes files, and
+all join orbax's checkpoints. See docs/reliability.md and docs/scale-out.md#hosts.
 """
 
 from __future__ import annotations

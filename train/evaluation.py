@@ -2,15 +2,12 @@
 action types; and greedy success on a held-out validation set (what the `best` checkpoint is
 chosen on, so the evaluation set never picks a model).
 
-Every problem space is split by a hash of the problem (`jaxcredit.holdout`): training draws only
-from the training part, the evaluation sets only from the evaluation part, the validation set
-only from the validation part (`config.holdout_fraction` is held out, half for each). The sets are
-fixed by `config.eval_seed`: MAD keeps the first `eval_problems` (`validation_problems`) tapes of
-the seeded stream that fall in the evaluation (validation) part; arithmetic does the same with
-the named families' `problem_set(family, n, seed)` (default: `default`) for evaluation and the
-training family's for validation. Every arm and every seed is evaluated on the same problems.
-`holdout_fraction = 0` turns the split off (for problem spaces too small to hold out, e.g. the
-tests' 18-tape MAD): the sets are then drawn from the whole space and overlap training.
+Every problem space is split by a hash of the problem (`jaxcredit.holdout`) into training,
+validation and evaluation parts (`config.holdout_fraction` held out, half for each). The sets are
+fixed by `config.eval_seed` (arithmetic: the named families' `problem_set`), so every arm and
+every seed is evaluated on the same problems. `holdout_fraction = 0` turns the split off for
+problem spaces too small to hold out: the sets then overlap training. See
+docs/training.md#held-out-evaluation.
 
 Shape letters: E evaluation problems, V validation problems, T turns, A actions.
 """

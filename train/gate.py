@@ -2,20 +2,14 @@
 
 A credit comparison on arithmetic means something only if the policy network, given perfect
 labels, can learn to solve the study's problems. The gate trains exactly that: supervised
-imitation of the optimal policy (`objective="hard"` on `credit="solver"` with its option
-`credit_options.policy="optimal"`), its ties broken toward the fastest win
-(`credit_options.tie_break="fastest"`: without it most legal
-actions tie and the labels reward dawdling; `jaxcredit.solver.tie_broken_values`), on the
-study's family with the turns left in the observation, and measures greedy success on the
-family's held-out evaluation problems against `GATE_THRESHOLD` (0.9).
-
-`run_gate(config, out)` trains into the run directory `out` and writes `out/gate.json`
-(`GATE_NAME`): the resolved config, the rung (problem size, family, policy input), the threshold,
-greedy success per family (the mean over seeds at the last evaluation, and each seed's), whether
-it passed, the cost (main attempts and env steps, means over seeds), the run time and the machine.
-`gate_config(...)` builds the gate's `TrainConfig` from the study's problem size and family plus
-any `TrainConfig` fields (`--set`), the policy-input rung among them. Results pages read the
-records from `SWEEP/gates/<rung>/gate.json` (`jaxcredit.analysis.gates`).
+imitation of the optimal policy (`objective="hard"` on `credit="solver"` with
+`credit_options.policy="optimal"` and `tie_break="fastest"`), on the study's family with the
+turns left in the observation, and measures greedy success on the family's held-out evaluation
+problems against `GATE_THRESHOLD` (0.9). `run_gate(config, out)` trains into `out` and writes
+`out/gate.json` (`GATE_NAME`): the config, the rung, greedy success per family, whether it
+passed, its cost, run time and machine. `gate_config(...)` builds the gate's `TrainConfig`.
+Results pages read `SWEEP/gates/<rung>/gate.json` (`jaxcredit.analysis.gates`). See
+docs/training.md#the-learnability-gate-jaxcredit-gate-traingatepy.
 """
 
 from __future__ import annotations

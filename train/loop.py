@@ -3,18 +3,11 @@
 One iteration samples `P = problems_per_iteration` problems, plays `G = attempts_per_problem`
 attempts of each with the current policy (the main attempts), computes one advantage per action
 with the configured credit estimator (spending label work on the ledger), and takes a policy
-gradient step: masked log-probabilities, an optional PPO clip over several epochs, an entropy
-bonus, Adam. With a value-target `objective` (`jaxcredit.objectives`) the step is instead a
-supervised loss on the exact values of every legal action at the visited states, which the
-exact and solver arms return beside their advantages at no extra cost.
-A run ends when the ledger's budget counter reaches the budget; the ledger decides,
-checked after every iteration, so runs compared at equal cost end within one iteration's work.
-
-Paired arms: the seed alone fixes the initial parameters (`fold_in(key, 0)`) and the stream of
-training problems (`fold_in(key, 1)`, then the iteration), so two arms with the same seed start
-from the same network and see the same problems in the same order. Training problems come only
-from the training part of the problem space (`jaxcredit.holdout`); evaluation and validation
-problems only from theirs.
+gradient step (optional PPO clip, entropy bonus, Adam), or with a value-target `objective`
+(`jaxcredit.objectives`) a supervised step on exact values. A run ends when the ledger's budget
+counter reaches the budget. The seed alone fixes the initial parameters and the stream of training
+problems, so arms with the same seed are paired; training problems come only from the training
+part of the problem space (`jaxcredit.holdout`). See docs/training.md#training-and-budget-matched-sweeps.
 
 Shape letters: N seeds, P problems, G attempts per problem, B = P * G episodes, T turns,
 A actions, L observation length, E evaluation problems, M critic label states.
@@ -328,7 +321,7 @@ class Trainer:
         compared here give each action its own credit: under `sequence` an action of a long
         (failing, repairing) episode weighs `1 / T_i` of one in a short episode, which scales
         action-level credit by episode length (the length bias DAPO, Yu et al. 2025, removes the
-        same way); it is also what earlier runs used. Both are `-Σ_t w_t x_t` with `step_weights`.
+        same way). Both are `-Σ_t w_t x_t` with `step_weights`.
 
         This evaluates the network at every step slot, live or not; the update uses `gradient`,
         which gives the same gradient from the counted steps alone.

@@ -1,22 +1,14 @@
 """The matched regime's runs: an arm without label work given exactly a label arm's total spend.
 
-For each label arm X (its `attempts` run, seed i, ended at `T[X][i]` total env steps), a
-label-free arm Y gets a budget of exactly `T[X][i]` total env steps on seed i (with `match_on`
-`policy_evals`: total policy evaluations, everything below in that currency), evaluated
-`num_evals` times evenly over that budget (at `T[X][i] * j // num_evals`), as X was evaluated
-`num_evals` times evenly over its own attempts budget; so "average success across training"
-is computed the same way for both sides.
-
-All of Y's matched budgets are served by ONE run of Y per seed, long enough for the largest X,
-that stops to evaluate at the union of every X's evaluation points (`run_matched`). This gives
-exactly the numbers separate runs would: training draws depend only on the seed and the
-iteration, and `Trainer.run_until` stops at the first iteration whose ledger reaches a limit,
-whatever limits it stopped at before (tested against a separate run). The run directory
-`matched/Y/` holds the shared run; `matched/Y/to-X/` holds the view a separate run matched to X
-would have written (`metrics.jsonl`, `summary.json`, `config.json`, `matched.json`). Views hold
-numbers only: the checkpoints and `policies/` are the shared run's (at the largest X's total).
-A view is written as soon as the shared run has evaluated its last point on every seed, so a
-label arm with a small total (the critic's) is in the tables hours before the run ends.
+For each label arm X (its `attempts` run, seed i, ended at `T[X][i]` total env steps, or policy
+evaluations with `match_on` `policy_evals`), a label-free arm Y gets a budget of exactly `T[X][i]`
+on seed i, evaluated `num_evals` times evenly over it, as X was over its own attempts budget. All
+of Y's matched budgets are served by ONE run of Y per seed, long enough for the largest X, that
+stops to evaluate at the union of every X's evaluation points (`run_matched`); it gives exactly
+the numbers separate runs would (tested). `matched/Y/` holds the shared run; `matched/Y/to-X/`
+holds the view a separate run matched to X would have written (numbers only), written as soon as
+the shared run has evaluated its last point on every seed. See
+docs/training.md#how-budgets-are-matched.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
 """Pack a sweep's (or a suite's) resumable state small enough to keep in a repository.
 
 A long study can outlive the machine it runs on. `pack_sweep(SWEEP, OUT)` copies what resuming
-it needs and what its results page and audits read, and leaves out what can be rebuilt. `SWEEP`
-may also be a suite directory (`jaxcredit suite --out`), whose learning experiments are sweeps
-(`<experiment>/s<i>/`): the same rules hold for each of them.
-
-- every file of the sweep directory (specs, tuning record, gate and reference records, each
-  cell's config, metrics, timing, summary and audits), byte for byte;
-- an **unfinished** cell (no `summary.json`) keeps its `checkpoints/` (the latest and the best:
-  it resumes from them exactly);
-- a **finished** cell drops `checkpoints/`; its `policies/` (the final policy of each seed, what
-  `jaxcredit audit --checkpoint` reads) are kept except in the tuning runs (a sweep's `tune/`), whose
-  policies nothing reads once their scores are in `tuning.json`;
-- locks, temporary files of interrupted writes and unfinished checkpoint writes are left out.
-
-Resume on any machine by copying `OUT` to a working directory and running the same
-`jaxcredit sweep ... --resume` (or `jaxcredit suite ... --resume`) there. Shape-free: this is file work only.
+it needs and what its results page and audits read, and leaves out what can be rebuilt: every
+file of the sweep directory byte for byte; an unfinished cell's `checkpoints/`; a finished cell's
+`policies/` (except in the tuning runs, whose scores are in `tuning.json`), without its
+checkpoints; never locks or the leftovers of interrupted writes. `SWEEP` may also be a suite
+directory, whose learning experiments are sweeps (`<experiment>/s<i>/`). Resume on any machine by
+copying `OUT` to a working directory and running the same `jaxcredit sweep ... --resume` (or
+`jaxcredit suite ... --resume`) there. See docs/training.md#run-directory (Moving a study to
+another machine). Shape-free: this is file work only.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ labelling policy, its fit, its held-out score against exact values: `jaxcredit.p
 for every seed of a config, with no training. The record gives, per K, what the dataset costs in
 env steps and how well the fitted model's advantages agree with the exact ones on held-out
 states; `choose_continuations` names the K a study uses: the smallest whose held-out sign
-agreement ties the best (`tuning_rules.tied`). See docs/training.md#the-offline-action-value-predictor.
+agreement ties the best (`tuning_rules.tied`). See docs/training.md#the-offline-action-value-predictor-predictor.
 """
 
 from __future__ import annotations

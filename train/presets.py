@@ -1,49 +1,14 @@
-"""Named sweeps. Run times are for the 2-core CPU this project is tested on.
+"""Named sweeps (`get_preset`): `quick`, `mad-study`, `arithmetic-study`, `density-study`,
+`density-fixed`, `mad-study-tuned` and `decorative-study`.
 
-Every preset runs three regimes: `attempts` (equal main attempts), `matched` (the outcome arm
-given exactly each label arm's total env steps, seed by seed: one shared outcome run as long as
-the largest) and `fixed-steps` (a fixed cap on total env steps). The matched outcome run is what
-makes a study long: its length is the label arms' label work, in outcome iterations.
-
-- `quick`: a small MAD (5 cells, 4 tokens, 1-2 useful, 8 turns), outcome vs mc, 8 paired seeds in one
-  vmapped program per cell; about 5 minutes on a 2-core CPU.
-  The README's main-job command runs it.
-- `mad-study`: default MAD, outcome vs mc vs exact vs critic vs solver-uniform, every arm tuned first
-  (area score, successive halving, 5 tuning seeds, grids extended outward from an edge); attempts at
-  15 paired seeds read at 5k/10k/20k/40k attempts, matched (both currencies) and fixed-steps at 5;
-  the sign-flip test with Holm beside the t interval; its claim (`MAD_STUDY_CLAIM`) is stated before
-  its cells run. See docs/results/mad-study.md.
-- `arithmetic-study`: arithmetic on the rung the learnability gate passed on (afterstate input,
-  three numbers, turns left shown; `docs/results/arithmetic-gates.json`), outcome vs
-  `solver-uniform` (credit `solver`: exact values under the uniform reference) vs `exact-policy`
-  (credit `exact`: exact values under the current policy) vs `solver-optimal` (tie-break `fastest`)
-  vs `dense-uniform` (the dense value-target objective on the uniform-reference values: the same
-  labels and label cost as `solver-uniform`, used on every legal action; see
-  `jaxcredit.objectives`), 5 paired seeds, every arm tuned first on `EQUAL_TUNING`, evaluated per
-  family on the families within the environment's bound (`default`, `small_targets`,
-  `multiplication`). (Sweeps written before `solver-uniform` was renamed call it `exact-uniform`:
-  they still read, and resuming one says so.)
-- `density-study`: Routine (fatal, horizon 8, 2 choices) at densities 1/8, 1/4, 1/2, 1 (1, 2, 4, 8
-  decisions), outcome vs exact vs mc at each, 3 paired seeds; regimes `attempts` and `fixed-steps`
-  only (every arm the same total env steps: the matched-cost comparison). No `matched` regime: it
-  would pair every label-free arm with every label arm, across densities. See docs/density.md.
-- `mad-study-tuned`: `mad-study` with every arm tuned first on one grid (`EQUAL_TUNING`: learning
-  rate {3e-4, 1e-3, 3e-3} x entropy bonus {0, 0.01}, outcome also on its baseline {grpo, rloo}),
-  chosen on the validation set at the attempts budget on 3 tuning seeds of their own
-  (`jaxcredit.train.tuning`), and the matched regime in both currencies (env steps and policy
-  evaluations). Tuning is 36 runs of 3 seeds at 40,000 attempts (5 arms x 6 grid points, outcome x 2
-  baselines); its run time is projected, not yet measured.
-- `density-fixed`: Routine with D = 4 decisions at densities 1 .. 1/16 (horizon D / ρ = 4 .. 64:
-  routine turns inserted, the task otherwise the same), the right actions hidden (cue `index`),
-  outcome vs exact vs mc at each, 5 paired seeds, 64 evaluations per run (every update in the
-  `attempts` regime); regimes `attempts` and `fixed-steps`; every arm tuned first on `EQUAL_TUNING`
-  (each credit at each density its own tuning). See docs/density.md.
-- `decorative-study`: small MAD with 2 decorative actions (`note 0`, `note 1`: change nothing, use a
-  turn; 12 turns, 4 of them slack), outcome vs progress-soft (N = 4) vs exact counterfactual credit
-  under each replacement (`exact-on-policy`, `exact-uniform`, `exact-null`), 5 paired seeds,
-  regimes `attempts` and `fixed-steps`, every arm tuned first on `EQUAL_TUNING`. Its question: does
-  counterfactual credit shorten traces (fewer notes) without hurting success? See
-  docs/results/decorative-study.md.
+Every preset runs the regimes `attempts` (equal main attempts) and `fixed-steps` (a fixed cap on
+total env steps), and most also `matched` (the outcome arm given exactly each label arm's total env
+steps, seed by seed: one shared outcome run as long as the largest). The matched outcome run is
+what makes a study long: its length is the label arms' label work, in outcome iterations. Each
+preset's `description` and `cpu_minutes` (run times on a 2-core CPU) say what it runs and how long
+it takes. Sweeps written with the old arm name `exact-uniform` (now `solver-uniform`) read under
+it; resuming one is refused with the new name. What each preset compares, and its results: see
+docs/training.md#presets.
 """
 
 from __future__ import annotations
@@ -186,12 +151,12 @@ PRESETS: dict[str, SweepSpec] = {
         base={"env": "routine", "learning_rate": 3e-3, "num_seeds": 3, "num_evals": 16, "eval_problems": 256,
               "problems_per_iteration": 16, "attempts_per_problem": 4, "holdout_fraction": 0.0},
         arms=_density_arms(),
-        # 16 evaluations over 2,000 attempts (one per 125): the first version (8 over 8,000) found
-        # every cell at greedy success 1.0 at its first evaluation, too coarse to time anything
+        # 16 evaluations over 2,000 attempts (one per 125): cells reach greedy success 1.0 early, so
+        # a coarser schedule would time nothing
         budgets={"attempts": 2_000, "fixed-steps": 100_000},
         reference_arm="outcome-rho0.125",
         regimes=("attempts", "fixed-steps"),
-        cpu_minutes="34 measured (2026-12-01, cells' wall time, at nice 19 beside the test suite)",
+        cpu_minutes="34m of cells' wall time measured on a 2-core CPU",
     ),
     "density-fixed": SweepSpec(
         name="density-fixed",

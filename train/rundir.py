@@ -1,23 +1,15 @@
 """Run directories: what a training run writes, written so a crash never looks like a finish.
 
-A run directory holds:
-
-- `.jaxcredit-kind`: the kind marker (`run`, `jaxcredit.output_dirs`), written first;
-- `config.json`: the resolved `TrainConfig`;
-- `metrics.jsonl`: one row per evaluation and seed, with every ledger counter;
-- `checkpoints/`: orbax checkpoints of the whole training state (every seed), `latest.json`
-  pointing at the newest complete one and `best.json` at the best evaluation's;
-- `policies/seed-i/`: each seed's final policy;
-- `summary.json`: written last, only when the run finished; its presence means "complete";
-- `.jaxcredit.lock` while a process writes it (`jaxcredit.rundir_io.RunLock`).
-
-So a directory is always in one of three states, read from disk by `RunDir.status`: `new` (no
-`config.json`), `resumable` (`config.json`, no `summary.json`; with or without a checkpoint) or
-`finished` (`summary.json`). Every file is written to a temporary name and renamed into place; a
-checkpoint becomes `latest` only after orbax has committed it, so an interrupted write leaves the
-previous complete state in charge. With several processes (`jax.distributed`) every process calls
-`save_checkpoint` and `restore_checkpoint` (orbax coordinates the write; the directory must be on
-a filesystem all processes share) and only process 0 touches pointers and old directories.
+A run directory holds its kind marker (`.jaxcredit-kind`, written first), `config.json` (the
+resolved `TrainConfig`), `metrics.jsonl` (one row per evaluation and seed), `checkpoints/` (orbax
+checkpoints of the whole training state, with the pointers `latest.json` and `best.json`),
+`policies/seed-i/` (each seed's final policy), `summary.json` (written last, only when the run
+finished) and `.jaxcredit.lock` while a process writes it. So a directory is `new`, `resumable` or
+`finished`, read from disk by `RunDir.status`. Every file is written to a temporary name and
+renamed into place, and a checkpoint becomes `latest` only after orbax has committed it, so an
+interrupted write leaves the previous complete state in charge. With several processes every
+process saves and restores checkpoints and only process 0 touches pointers and old directories.
+See docs/training.md#run-directory and docs/reliability.md.
 """
 
 from __future__ import annotations

@@ -1,26 +1,15 @@
 """Budget-matched sweeps: every arm under three budget regimes, paired by seed, and their table.
 
-A sweep is a base configuration, named arms (credit settings) and its regimes:
-- `attempts`: equal main attempts (`budget_counter="main_episodes"`); label work is extra;
-- `matched`: for each label arm X (every arm with a ledger account: mc, exact, solver, critic,
-  predictor, ...), the arms without label work (outcome, anchor, ...) get exactly X's total env
-  steps at the end of X's `attempts` run, seed by seed: additional main attempts equal to X's
-  label work (`jaxcredit.train.matched`);
-- `fixed-steps`: a fixed cap on total env steps (`budget_counter="total_env_steps"`), labels
-  included; arms without label work get more main attempts until their total reaches it.
+A sweep is a base configuration, named arms (credit settings) and its regimes: `attempts` (equal
+main attempts; label work is extra), `matched` (each arm without label work given exactly a label
+arm's total env steps, or policy evaluations with `match_on`, seed by seed:
+`jaxcredit.train.matched`) and `fixed-steps` (a fixed cap on total env steps, labels included).
 Each cell is a run directory `OUT/<regime>/<arm>` (matched: `OUT/matched/<arm>/to-<label arm>`).
-`match_on` says what the matched regime matches: `env_steps` (the default; directory and table
-`matched`), `policy_evals` (the label arm's total policy evaluations; `matched-policy-evals`) or
-both, each its own shared runs and table.
 Cells share seeds, so arms are paired (same initial parameters, same problem stream). The sweep
-runs in phases: with a `tune` grid, first every arm's tuning runs (`jaxcredit.train.tuning`: one
-grid for every arm, chosen on the validation set at equal attempts, on tuning seeds of their own);
-then `attempts` and `fixed-steps`, each arm at its chosen setting; then `matched` (it needs the
-attempts totals; each label-free arm at its own chosen setting), on either backend. The table
-(`jaxcredit.comparison`, shared with the analysis report) gives per regime and row the final and
-average greedy success of both sides, the paired difference with a paired Student-t interval over
-seeds, p-values (Holm-adjusted per reference) and what budget each side got, in attempts, env
-steps and policy evaluations (with their FLOPs).
+runs in phases: with a `tune` grid, every arm's tuning runs first (`jaxcredit.train.tuning`); then
+`attempts` and `fixed-steps`; then `matched`, on either backend. The table (`jaxcredit.comparison`)
+gives per regime and row both sides' greedy success, the paired difference with its interval and
+p-values, and each side's budget. See docs/training.md#training-and-budget-matched-sweeps.
 """
 
 from __future__ import annotations
@@ -70,9 +59,9 @@ from jaxcredit.train.config import config_from_dict
 from jaxcredit.train.rundir import read_json, read_jsonl, write_json_atomic
 from jaxcredit.train.tuning import check_tune, point_name, tune_points, tune_seeds, tuning_plan
 
-# Arms of the named presets renamed since (old -> new): a sweep directory written before keeps its
-# old names (reports and comparisons read them from its sweep_spec.json); resuming it is refused
-# with a line saying what changed.
+# Old arm names of the named presets (old -> new): a sweep directory written under an old name
+# keeps it (reports and comparisons read the names from its sweep_spec.json); resuming it is
+# refused with a line naming the new one.
 RENAMED_ARMS = {"exact-uniform": "solver-uniform"}
 
 

@@ -1,17 +1,14 @@
 """Equal tuning: every arm's settings chosen on the validation set from one grid, at equal attempts.
 
-A sweep's `tune` is a JSON object (fields in `TUNE_FIELDS`): `grid` (`{override: [values]}`, the
-same for every arm, dotted names as `jaxcredit.overrides.apply_overrides` takes them),
-`arm_grid` (extra axes for one arm), `num_seeds` and `seed` (tuning seeds of their own, apart
-from the study's), `budget` (main attempts per tuning run), `score` (`area`, the default, or
-`final`), `rule` (`grid`: every point runs its whole budget; `halving`: successive halving with
-`eta` and `rungs`) and `extend` (how often an axis may be extended outward, default 3).
-
-`tuning_plan` is a pure function of the spec and the tuning runs recorded under `OUT/tune/` (one
-run directory per arm and point, `tune/<arm>/p<k>`): which runs must reach which evaluation next,
-or, once none must, the record `tuning.json` holds. A sweep runs the plan's runs, then asks
-again, so a tuning phase resumes from whatever its runs hold. The rules (ties, cuts, extensions)
-are `jaxcredit.train.tuning_rules`; docs/training.md#equal-tuning explains them.
+A sweep's `tune` is a JSON object (fields in `TUNE_FIELDS`): the `grid` shared by every arm (dotted
+names as `jaxcredit.overrides.apply_overrides` takes them), `arm_grid` (extra axes for one arm),
+tuning seeds of their own, a `budget` of main attempts, the `score` (`area` or `final`), the `rule`
+(`grid` or successive `halving`) and `extend` (how often an axis may be extended outward).
+`tuning_plan` is a pure function of the spec and the tuning runs recorded under `OUT/tune/`
+(`tune/<arm>/p<k>`): which runs must reach which evaluation next, or, once none must, the record
+`tuning.json` holds. A sweep runs the plan's runs, then asks again, so a tuning phase resumes from
+whatever its runs hold. The rules (ties, cuts, extensions) are `jaxcredit.train.tuning_rules`;
+docs/training.md#equal-tuning-tune explains them.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ means differ by at most the standard error of the difference of two means,
 always tie. A choice is made on the primary score; every point tied with the best is a candidate,
 and the candidates are separated by the other score's mean, then by the primary mean; the grid
 order decides only between points whose two means are both identical, and the record says so.
-See docs/training.md#equal-tuning.
+See docs/training.md#equal-tuning-tune.
 """
 
 from __future__ import annotations
