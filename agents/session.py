@@ -5,7 +5,7 @@
 each episode ends (flushed to disk, so a crash or an agent failure loses nothing played) and,
 last, `out/summary.json`; the directory is locked (`jaxcredit.rundir_io.RunLock`) meanwhile.
 `make_agent(kind, ...)` builds `http`, `uniform` or `optimal`; `draw_problems(env, n, seed)` the
-seeded problems (arithmetic: the family's evaluation set `jaxcredit.envs.problems`).
+seeded problems (`Environment.problem_sample`; arithmetic: its family's evaluation set).
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ from jaxcredit.agents.http import ChatCompletionsAgent
 from jaxcredit.agents.loop import play, split_problems
 from jaxcredit.agents.reference import OptimalAgent, UniformAgent
 from jaxcredit.env import Environment
-from jaxcredit.envs.arithmetic import Arithmetic
-from jaxcredit.envs.problems import problem_set as evaluation_set
 from jaxcredit.output_dirs import check_kind, write_kind
 from jaxcredit.rundir_io import RunLock, check_writable_dir, dumps_strict, write_json_atomic
 
@@ -44,16 +42,13 @@ def make_agent(kind: str, *, seed: int = 0, base_url: str | None = None, model: 
 
 
 def draw_problems(env: Environment, n: int, seed: int):
-    """`n` seeded problems of `env` (a batched problem pytree, leaves `[n, ...]`)."""
+    """`n` seeded problems of `env` (a batched problem pytree, leaves `[n, ...]`: `env.problem_sample` of its
+    own family), checked against the environment's bounds; raises `ValueError`."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"the number of problems must be an integer >= 1, got {n!r}")
-    if isinstance(env, Arithmetic):
-        drawn = evaluation_set(env.family, n, seed, count=env.count)
-        if int(np.max(drawn.numbers)) > env.number_limit:
-            raise ValueError(f"family {env.family!r} draws numbers above max_number {env.number_limit}")
-        return drawn
-    keys = jax.random.split(jax.random.key(seed), n)
-    return jax.tree_util.tree_map(np.asarray, jax.vmap(env.sample_problem)(keys))
+    drawn = jax.tree_util.tree_map(np.asarray, env.problem_sample(None, n, seed))
+    env.check_problems(drawn, label="agent play")  # e.g. arithmetic numbers beyond its max_number
+    return drawn
 
 
 def _append_line(path: str, row: dict) -> None:

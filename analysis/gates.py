@@ -2,7 +2,8 @@
 
 A sweep's gate records live in `SWEEP/gates/<rung>/gate.json` (written by `jaxcredit gate --out
 SWEEP/gates/<rung>`, `jaxcredit.train.gate`), one per rung of the ladder (policy input, problem
-size). An arithmetic study's page starts with them: its gate passes when a rung on the study's own
+size). The page of a study on an environment with a gate (`Environment.has_learnability_gate`:
+arithmetic) starts with them: its gate passes when a rung on the study's own
 problems and policy input passed, fails when such rungs exist and none passed, and is `not run`
 otherwise. A page whose gate failed says so first and compares no arms: a credit comparison
 between policies that cannot learn the task from perfect labels measures nothing about credit.
@@ -14,6 +15,7 @@ import glob
 import os
 
 from jaxcredit.analysis.rundirs import read_json
+from jaxcredit.envs import environment_class
 
 GATES_DIR, GATE_NAME = "gates", "gate.json"
 PASSED, FAILED, NOT_RUN = "passed", "failed", "not run"
@@ -40,8 +42,10 @@ def _matches(record: dict, rung: dict) -> bool:
 
 
 def has_gate(spec: dict) -> bool:
-    """Whether a sweep's page has a learnability gate: a sweep on arithmetic."""
-    return spec.get("base", {}).get("env") == "arithmetic"
+    """Whether a sweep's page has a learnability gate: a sweep on an environment that declares one
+    (`Environment.has_learnability_gate`: arithmetic)."""
+    env_class = environment_class(spec.get("base", {}).get("env", "mad"))
+    return bool(getattr(env_class, "has_learnability_gate", False))
 
 
 def gate_status(spec: dict, gates: dict) -> str:

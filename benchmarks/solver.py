@@ -100,27 +100,22 @@ def bench_one(env, reference, problems, *, label: str, chunk_size: int, python_p
     }
 
 
-def _mad_case(quick: bool):
-    from jaxcredit.envs import make, make_reference
+# the environments the solver benchmark times, with their problems and sizes (problems, chunk size, and how
+# many the plain-Python recursion solves): MAD's 4,096 tapes, arithmetic's problems spread over its families
+SOLVER_CASES = {"mad": lambda quick: (4096, {"chunk_size": 512, "python_problems": 8 if quick else 32}),
+                "arithmetic": lambda quick: (64 if quick else 1000, {"chunk_size": 32,
+                                                                     "python_problems": 1 if quick else 3})}
 
-    env = make("mad")
-    tapes = jax.vmap(env.sample_problem)(jax.random.split(jax.random.key(0), 4096))
-    return env, make_reference(env), tapes, {"chunk_size": 512, "python_problems": 8 if quick else 32}
 
-
-def _arithmetic_case(quick: bool):
-    """The arithmetic case, or None while the arithmetic environment is not in this build."""
+def _case(name: str, quick: bool):
+    """`(env, reference, problems, sizes)` of the environment `name`, or None when it is not registered."""
     from jaxcredit.envs import ENVIRONMENTS, make, make_reference
 
-    if "arithmetic" not in ENVIRONMENTS:
+    if name not in ENVIRONMENTS:
         return None
-    from jaxcredit.envs.problems import FAMILIES, problem_set
-
-    env = make("arithmetic")
-    per_family = (64 if quick else 1000) // len(FAMILIES)
-    sets = [problem_set(name, per_family, seed=0, count=env.count) for name in FAMILIES]
-    batch = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *sets)
-    return env, make_reference(env), batch, {"chunk_size": 32, "python_problems": 1 if quick else 3}
+    env = make(name)
+    num_problems, sizes = SOLVER_CASES[name](quick)
+    return env, make_reference(env), env.problem_mix(num_problems, seed=0), sizes
 
 
 def run(args) -> dict:
@@ -128,10 +123,10 @@ def run(args) -> dict:
     quick = bool(getattr(args, "quick", False))
     repeats = 1 if quick else 2
     results, exact_results, ratios, skipped = {}, {}, {}, {}
-    for label, make_case in (("mad", _mad_case), ("arithmetic", _arithmetic_case)):
-        case = make_case(quick)
+    for label in SOLVER_CASES:
+        case = _case(label, quick)
         if case is None:
-            skipped[label] = "environment not in this build"
+            skipped[label] = "environment not registered"
             continue
         env, reference, problems, sizes = case
         result = bench_one(env, reference, problems, label=label, repeats=repeats, **sizes)

@@ -27,6 +27,10 @@ from jaxcredit.train import config_from_dict, make_train
 
 ARMS = {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 4}}
 INPUT_ENVS = {"mad": {"env": "mad"}, "arithmetic": {"env": "arithmetic"}}
+QUICK_INPUT_FIELDS = {  # --quick: each environment of the policy-input table at a tiny size
+    "mad": {"env_overrides": {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 5},
+            "holdout_fraction": 0.0},
+    "arithmetic": {"env_overrides": {"count": 3, "max_turns": 4}}}
 INPUT_CREDITS = {"outcome": {"credit": "outcome"}, "solver": {"credit": "solver", "credit_options.policy": "optimal"}}
 POLICY_INPUTS = {"tokens": {"policy_input": "tokens"}, "afterstate": {"policy_input": "afterstate"},
                  "lookahead": {"policy_input": "afterstate", "afterstate_lookahead": 1}}
@@ -54,11 +58,8 @@ def _input_trainer(env_fields: dict, credit_fields: dict, policy_input: str, qui
     """The trainer of one (environment, arm, policy input) cell of the policy-input table."""
     extra = {"num_seeds": 1, "eval_problems": 16, **POLICY_INPUTS[policy_input]}
     if quick:
-        tiny = ({"env_overrides": {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 5},
-                 "holdout_fraction": 0.0} if env_fields["env"] == "mad"
-                else {"env_overrides": {"count": 3, "max_turns": 4}})
-        extra.update(tiny, problems_per_iteration=2, attempts_per_problem=2, d_model=32, num_layers=1, num_heads=2,
-                     mlp_dim=64)
+        extra.update(QUICK_INPUT_FIELDS[env_fields["env"]], problems_per_iteration=2, attempts_per_problem=2,
+                     d_model=32, num_layers=1, num_heads=2, mlp_dim=64)
     return make_train(config_from_dict({**env_fields, **credit_fields, **extra}))
 
 

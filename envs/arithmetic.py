@@ -24,6 +24,8 @@ import numpy as np
 from flax import struct
 
 from jaxcredit.env import MAX_TURNS, Environment, State, compiled_method, tree_select
+from jaxcredit.env_registry import register_environment
+from jaxcredit.envs.arithmetic_reference import ArithmeticReference
 from jaxcredit.envs.problems import FAMILIES, OPS, ArithmeticProblem, apply_op, get_family
 from jaxcredit.validation import require_int
 
@@ -106,6 +108,7 @@ class Arithmetic(Environment):
 
     # ----- evaluation sets, audits, play (the `Environment` hooks) -----
     audit_details: ClassVar[tuple[str, ...]] = ("final_context",)
+    has_learnability_gate: ClassVar[bool] = True  # `jaxcredit gate` imitates the optimal policy on its problems
 
     def evaluation_families(self, requested: tuple[str, ...]) -> tuple[str, ...]:
         """Any registered families (`envs.problems.FAMILIES`); empty: `default`."""
@@ -128,6 +131,29 @@ class Arithmetic(Environment):
     def is_answer_action(self, action: int) -> bool:
         """The FINAL actions answer."""
         return action > self.undo_action
+
+    def text_protocol(self):
+        """`ArithmeticText`: `<ACT>COMBINE a op b = c</ACT>`, `<ACT>UNDO</ACT>`, `<FINAL>n</FINAL>`."""
+        from jaxcredit.envs.text_protocol import ArithmeticText
+
+        return ArithmeticText(self)
+
+    def problem_to_json(self, problem: ArithmeticProblem) -> dict:
+        """`{"numbers": [...], "target": t}`."""
+        return {"numbers": [int(x) for x in np.asarray(problem.numbers)], "target": int(np.asarray(problem.target))}
+
+    def problem_from_json(self, obj: dict) -> ArithmeticProblem:
+        """The problem of `{"numbers": [...], "target": t}` (`make_problem`)."""
+        if set(obj) != {"numbers", "target"}:
+            raise ValueError(f"arithmetic problem needs exactly the keys numbers and target, got {sorted(obj)}")
+        return self.make_problem(obj["numbers"], obj["target"])
+
+    def problem_mix(self, n: int, *, seed: int) -> ArithmeticProblem:
+        """`n // len(FAMILIES)` problems of every family's `problem_set`, concatenated in family order."""
+        from jaxcredit.envs.problems import problem_set
+
+        sets = [problem_set(name, n // len(FAMILIES), seed=seed, count=self.count) for name in FAMILIES]
+        return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *sets)
 
     def final_action(self, slot: int) -> int:
         """The action id of `FINAL(slot)`."""
@@ -502,3 +528,5 @@ class Arithmetic(Environment):
             f"{status}{'  (last action refused)' if bool(state.rejected) else ''}"
         )
 
+
+register_environment(Arithmetic, reference=ArithmeticReference, ids=("Arithmetic-v0",))

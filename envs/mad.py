@@ -22,6 +22,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxcredit.env import MAX_TURNS, Environment, State
+from jaxcredit.env_registry import register_environment
+from jaxcredit.envs.mad_reference import MadReference
 from jaxcredit.validation import require_int
 
 BLANK = -1
@@ -131,6 +133,31 @@ class MadSelectiveCopy(Environment):
         self.check_problem(tape)
         return tape
 
+    # ----- text protocol and transcripts (the `Environment` hooks) -----
+    def text_protocol(self):
+        """`MadText`: `select N`, `unselect N`, `submit` (and `note N` with decorative actions)."""
+        from jaxcredit.envs.text_protocol import MadText
+
+        return MadText(self)
+
+    def problem_to_json(self, problem) -> dict:
+        """`{"tape": "_ t04 _ ..."}`."""
+        cells = ["_" if t == BLANK else f"t{t:02d}" for t in np.asarray(problem).tolist()]
+        return {"tape": " ".join(cells)}
+
+    def problem_from_json(self, obj: dict) -> np.ndarray:
+        """The tape of `{"tape": ...}`, as text or a list of token ids (-1 blank)."""
+        if set(obj) != {"tape"}:
+            raise ValueError(f"mad problem needs exactly the key tape, got {sorted(obj)}")
+        tape = obj["tape"]
+        if isinstance(tape, str):
+            return self.parse_tape(tape)
+        if not isinstance(tape, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in tape):
+            raise ValueError("mad tape must be a string like '_ t04 _' or a list of token ids (-1 blank)")
+        array = np.asarray(tape, np.int64)
+        self.check_problem(array)
+        return array.astype(np.int32)
+
     # ----- dynamics -----
     def _init(self, problem):
         return jnp.zeros((self.length,), bool)
@@ -186,3 +213,6 @@ class MadSelectiveCopy(Environment):
             f"turn {int(state.turn)}/{self.max_turns}  reward {float(state.reward):g}  "
             f"{status}{'  (last action refused)' if bool(state.rejected) else ''}"
         )
+
+
+register_environment(MadSelectiveCopy, reference=MadReference, ids=("MAD-v0",))

@@ -1,10 +1,12 @@
-"""`make(name, **overrides)`: build an environment by name or versioned id, with clear errors for
-bad input; `make_gymnax` and `make_jumanji` wrap it for trainers written against those APIs.
+"""`make(name, **overrides)`: build a registered environment by name or versioned id, with clear
+errors for bad input; `make_gymnax` and `make_jumanji` wrap it for trainers written against those APIs.
 
-Names: `"mad"`, `"arithmetic"`, `"routine"` and `"umbrella"` (the environments' own names, used in configs
-and run directories) and the versioned ids `"MAD-v0"`, `"Arithmetic-v0"`, `"Routine-v0"` and `"Umbrella-v0"`
-(as gymnax, pgx and jumanji users make environments). An id names fixed rules and defaults: a change to
-either gets a new version, while the plain names always mean the current code.
+The tables are `jaxcredit.env_registry`'s, filled by `jaxcredit.register_environment` calls: the
+built-in environments register themselves when `jaxcredit.envs` is imported (`"mad"`, `"arithmetic"`,
+`"routine"` and `"umbrella"`, the names configs and run directories use, with the versioned ids
+`"MAD-v0"`, `"Arithmetic-v0"`, `"Routine-v0"` and `"Umbrella-v0"`), and a `--plugin` file registers
+its own the same way. An id names fixed rules and defaults: a change to either gets a new version,
+while the plain names always mean the current code.
 """
 
 from __future__ import annotations
@@ -12,28 +14,16 @@ from __future__ import annotations
 import dataclasses
 
 from jaxcredit.env import Environment
-from jaxcredit.envs.arithmetic import Arithmetic
-from jaxcredit.envs.arithmetic_reference import ArithmeticReference
-from jaxcredit.envs.mad import MadSelectiveCopy
-from jaxcredit.envs.mad_reference import MadReference
-from jaxcredit.envs.routine import Routine
-from jaxcredit.envs.routine_reference import RoutineReference
-from jaxcredit.envs.umbrella import Umbrella
-from jaxcredit.envs.umbrella_reference import UmbrellaReference
+from jaxcredit.env_registry import (
+    ENVIRONMENT_IDS,
+    ENVIRONMENTS,
+    REFERENCE_IMPLEMENTATIONS,
+    environment_class,
+    environment_names,
+)
 
-ENVIRONMENTS: dict[str, type[Environment]] = {"mad": MadSelectiveCopy, "arithmetic": Arithmetic, "routine": Routine,
-                                             "umbrella": Umbrella}
-ENVIRONMENT_IDS: dict[str, str] = {"MAD-v0": "mad", "Arithmetic-v0": "arithmetic", "Routine-v0": "routine",
-                                   "Umbrella-v0": "umbrella"}
-# the plain-Python implementations of each environment (tests and benchmarks compare against them)
-REFERENCE_IMPLEMENTATIONS: dict[str, type] = {"mad": MadReference, "arithmetic": ArithmeticReference,
-                                             "routine": RoutineReference, "umbrella": UmbrellaReference}
-
-
-def _lookup(table: dict, name: str):
-    if name not in table:
-        raise ValueError(f"unknown environment {name!r}; choices: {', '.join(sorted(table))}")
-    return table[name]
+__all__ = ["ENVIRONMENTS", "ENVIRONMENT_IDS", "REFERENCE_IMPLEMENTATIONS", "environment_class", "environment_names",
+           "make", "make_gymnax", "make_jumanji", "make_reference"]
 
 
 def make(name: str, **overrides) -> Environment:
@@ -47,7 +37,8 @@ def make(name: str, **overrides) -> Environment:
         name = ENVIRONMENT_IDS[name]
     elif name not in ENVIRONMENTS:
         choices = ", ".join([*ENVIRONMENT_IDS, *ENVIRONMENTS])
-        raise ValueError(f"unknown environment {name!r}; choices: {choices}")
+        raise ValueError(f"unknown environment {name!r}; choices: {choices} (an environment of a plugin needs "
+                         "--plugin)")
     cls = ENVIRONMENTS[name]
     fields = sorted(f.name for f in dataclasses.fields(cls))
     unknown = sorted(set(overrides) - set(fields))
@@ -58,7 +49,9 @@ def make(name: str, **overrides) -> Environment:
 
 def make_reference(env: Environment):
     """The plain-Python reference implementation configured like `env` (for tests, benchmarks)."""
-    return _lookup(REFERENCE_IMPLEMENTATIONS, env.name)(**env.config())
+    if env.name not in REFERENCE_IMPLEMENTATIONS:
+        raise ValueError(f"unknown environment {env.name!r}; choices: {', '.join(sorted(REFERENCE_IMPLEMENTATIONS))}")
+    return REFERENCE_IMPLEMENTATIONS[env.name](**env.config())
 
 
 def make_gymnax(name: str, **options):

@@ -24,6 +24,8 @@ import numpy as np
 from flax import struct
 
 from jaxcredit.env import Environment, State, compiled_method
+from jaxcredit.env_registry import register_environment
+from jaxcredit.envs.routine_reference import RoutineReference
 from jaxcredit.validation import require_float, require_int
 
 MAX_HORIZON = 128
@@ -266,6 +268,12 @@ class Routine(Environment):
         return k * (self.max_wrong + 1) + st.wrong
 
     # ----- host helpers -----
+    def text_protocol(self):
+        """`RoutineText`: `choose N`."""
+        from jaxcredit.envs.text_protocol import RoutineText
+
+        return RoutineText(self)
+
     def action_name(self, action: int) -> str:
         action = int(action)
         return f"choose {action}" if 0 <= action < self.num_choices else f"invalid action {action}"
@@ -284,3 +292,6 @@ class Routine(Environment):
             f"turn {int(state.turn)}/{self.max_turns}  wrong {w}  reward {float(state.reward):g}  "
             f"{status}{'  (last action refused)' if bool(state.rejected) else ''}"
         )
+
+
+register_environment(Routine, reference=RoutineReference, ids=("Routine-v0",))

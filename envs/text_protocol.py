@@ -1,9 +1,10 @@
 """Text protocols for language-model agents: a prompt for a state, and a strict, linear-time parser.
 
-`text_protocol(env)` returns the protocol of an environment (`ArithmeticText`, `MadText`, `RoutineText`):
+`text_protocol(env)` returns the protocol an environment names with its `text_protocol()` method
+(`ArithmeticText`, `MadText`, `RoutineText` for the built-ins; the base class has none):
 `render_prompt(state)` shows the position in words, `parse(text, state)` turns one reply into an
-action id or a `Refusal` with a reason, `reply(state, action)` is the canonical reply of an
-action (what the reference agents answer), and `step(state, text)` plays a reply. A refusal is
+action id or a `Refusal` with a reason, `reply(state, action)` is an
+action's canonical reply, and `step(state, text)` plays a reply. A refusal is
 played by stepping an out-of-range action, so the shared refusal rule applies: a turn is used,
 nothing else changes, `rejected` is set. Everything here is host-side, on one unbatched state.
 The parsers are single-pass scanners that stop at the first surplus part, so their time is linear
@@ -21,10 +22,9 @@ import jax
 import numpy as np
 
 from jaxcredit.env import Environment, State
-from jaxcredit.envs.arithmetic import Arithmetic
-from jaxcredit.envs.mad import BLANK, MadSelectiveCopy
+from jaxcredit.env_registry import ENVIRONMENTS
+from jaxcredit.envs.mad import BLANK
 from jaxcredit.envs.problems import OPS, apply_op
-from jaxcredit.envs.routine import Routine
 
 WHITESPACE = " \t\r\n"
 OP_SPELLINGS = {"+": 0, "-": 1, "\u2212": 1, "*": 2, "x": 2, "\u00d7": 2, "/": 3, "\u00f7": 3}
@@ -346,12 +346,12 @@ def _play(env: Environment, protocol, state: State, text: str) -> tuple[State, i
     return env.step(state, action), parsed
 
 
-def text_protocol(env: Environment) -> ArithmeticText | MadText | RoutineText:
-    """The text protocol of `env`; raises `ValueError` for an environment without one."""
-    if isinstance(env, Arithmetic):
-        return ArithmeticText(env)
-    if isinstance(env, MadSelectiveCopy):
-        return MadText(env)
-    if isinstance(env, Routine):
-        return RoutineText(env)
-    raise ValueError(f"environment {env.name!r} has no text protocol; choices: arithmetic, mad, routine")
+def text_protocol(env: Environment):
+    """The text protocol of `env` (its `Environment.text_protocol()`); raises `ValueError` for an
+    environment without one."""
+    make = getattr(env, "text_protocol", None)
+    protocol = make() if callable(make) else None
+    if protocol is None:
+        with_one = [name for name, cls in ENVIRONMENTS.items() if cls.text_protocol is not Environment.text_protocol]
+        raise ValueError(f"environment {env.name!r} has no text protocol; choices: {', '.join(with_one)}")
+    return protocol

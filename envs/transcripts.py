@@ -17,11 +17,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from jaxcredit.env import Environment, State
-from jaxcredit.envs.arithmetic import Arithmetic
-from jaxcredit.envs.mad import BLANK, MadSelectiveCopy
 from jaxcredit.envs.menu_protocol import PROTOCOLS, make_protocol
 from jaxcredit.envs.registry import make
 from jaxcredit.envs.text_protocol import Refusal
@@ -32,35 +28,17 @@ STATUSES = ("solved", "out of turns", "error", "unfinished")
 
 
 def problem_to_json(env: Environment, problem: Any) -> dict:
-    """A problem as the schema's JSON: `{"numbers", "target"}` (arithmetic) or `{"tape"}` (mad)."""
-    if isinstance(env, Arithmetic):
-        return {"numbers": [int(x) for x in np.asarray(problem.numbers)], "target": int(np.asarray(problem.target))}
-    if isinstance(env, MadSelectiveCopy):
-        cells = ["_" if t == BLANK else f"t{t:02d}" for t in np.asarray(problem).tolist()]
-        return {"tape": " ".join(cells)}
-    raise ValueError(f"environment {env.name!r} has no transcript problem format; choices: arithmetic, mad")
+    """A problem as the schema's JSON (`env.problem_to_json`): `{"numbers", "target"}` (arithmetic) or
+    `{"tape"}` (mad); raises `ValueError` for an environment without a transcript format."""
+    return env.problem_to_json(problem)
 
 
 def problem_from_json(env: Environment, obj: Any) -> Any:
-    """The problem pytree of the schema's JSON (validated by the environment); raises `ValueError`."""
+    """The problem pytree of the schema's JSON (`env.problem_from_json`, validated by the environment);
+    raises `ValueError`."""
     if not isinstance(obj, dict):
         raise ValueError(f"problem must be a JSON object, got {type(obj).__name__}")
-    if isinstance(env, Arithmetic):
-        if set(obj) != {"numbers", "target"}:
-            raise ValueError(f"arithmetic problem needs exactly the keys numbers and target, got {sorted(obj)}")
-        return env.make_problem(obj["numbers"], obj["target"])
-    if isinstance(env, MadSelectiveCopy):
-        if set(obj) != {"tape"}:
-            raise ValueError(f"mad problem needs exactly the key tape, got {sorted(obj)}")
-        tape = obj["tape"]
-        if isinstance(tape, str):
-            return env.parse_tape(tape)
-        if not isinstance(tape, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in tape):
-            raise ValueError("mad tape must be a string like '_ t04 _' or a list of token ids (-1 blank)")
-        array = np.asarray(tape, np.int64)
-        env.check_problem(array)
-        return array.astype(np.int32)
-    raise ValueError(f"environment {env.name!r} has no transcript problem format; choices: arithmetic, mad")
+    return env.problem_from_json(obj)
 
 
 def _check_text(value: Any, where: str) -> None:

@@ -25,6 +25,8 @@ import numpy as np
 from flax import struct
 
 from jaxcredit.env import MAX_TURNS, Environment, State, compiled_method
+from jaxcredit.env_registry import register_environment
+from jaxcredit.envs.umbrella_reference import UmbrellaReference
 from jaxcredit.validation import require_int
 
 MAX_DISTRACTORS = 1024
@@ -210,3 +212,6 @@ class Umbrella(Environment):
             f"turn {int(state.turn)}/{self.max_turns}  reward {float(state.reward):g}  "
             f"{status}{'  (last action refused)' if bool(state.rejected) else ''}"
         )
+
+
+register_environment(Umbrella, reference=UmbrellaReference, ids=("Umbrella-v0",))

@@ -45,6 +45,7 @@ from jaxcredit.credit import (
     solver_menu_values,
 )
 from jaxcredit.env import Environment, State, tree_select
+from jaxcredit.env_registry import register_environment
 from jaxcredit.ledger import ACCOUNTS, MAX_COUNT, Counts, Ledger, init_ledger, ledger_to_dict, record
 from jaxcredit.objectives import OBJECTIVES, VALUE_OBJECTIVES, objective_loss
 from jaxcredit.plugins import load_plugins
@@ -101,6 +102,7 @@ __all__ = [
     "label_free_credits",
     "option",
     "register_credit_arm",
+    "register_environment",
     "load_plugins",
     "CreditContext",
     "CreditResult",

@@ -204,6 +204,30 @@ class Environment(abc.ABC):
     # the gradient-SNR study (`jaxcredit.analysis.snr`, `jaxcredit snr`) can measure it: its problems place
     # a chosen number of decisions among routine turns (`decision_layout`), as routine's do
     supports_density_snr: ClassVar[bool] = False
+    # the learnability gate (`jaxcredit gate`) is defined on its problems, so a results page of a sweep on it
+    # opens with the gate's result (`jaxcredit.analysis.gates`), as arithmetic's does
+    has_learnability_gate: ClassVar[bool] = False
+
+    def text_protocol(self):
+        """Host: the free-form text protocol language-model agents play it through (an object with
+        `render_prompt(state)`, `parse(text, state)`, `reply(state, action)`, `step(state, text)` and
+        `lenient_reply(text, state)`: `jaxcredit.envs.text_protocol`), or None, the default: no protocol."""
+        return None
+
+    def problem_to_json(self, problem: Problem) -> dict:
+        """Host: one concrete problem as the JSON object a transcript records (`jaxcredit.envs.transcripts`;
+        `problem_from_json` reads it back). Default: `ValueError`, no transcript format."""
+        raise ValueError(f"environment {self.name!r} has no transcript problem format")
+
+    def problem_from_json(self, obj: dict) -> Problem:
+        """Host: the problem pytree of a transcript's JSON object (`problem_to_json`'s inverse), validated;
+        raises `ValueError`. Default: `ValueError`, no transcript format."""
+        raise ValueError(f"environment {self.name!r} has no transcript problem format")
+
+    def problem_mix(self, n: int, *, seed: int):
+        """Host: n seeded problems (leaves `[n, ...]`) spread over every family the environment has,
+        what benchmarks time (`jaxcredit bench solver`). Default: `problem_sample(None, n, seed)`."""
+        return self.problem_sample(None, n, seed)
 
     def evaluation_families(self, requested: tuple[str, ...]) -> tuple[str, ...]:
         """The problem families a run evaluates on, given `config.eval_families` (empty: the

@@ -1,15 +1,16 @@
-"""Plugins: user code that registers credit arms (`jaxcredit.register_credit_arm`) before a run.
+"""Plugins: user code that registers credit arms (`jaxcredit.register_credit_arm`) or environments
+(`jaxcredit.register_environment`) before a run.
 
 A plugin is a Python file (`path/to/arms.py`) or an importable module (`package.module`); importing
-it runs its `register_credit_arm(...)` calls. `train` and `sweep` take `--plugin` (repeatable) and
-import every plugin before the config is validated, so a registered arm is a choice of `--credit`
-and of a sweep's arms like a built-in one. A sweep records its plugins in `sweep_spec.json`
+it runs its `register_credit_arm(...)` and `register_environment(...)` calls. `train` and `sweep` take
+`--plugin` (repeatable) and import every plugin before the config is validated, so a registered arm
+is a choice of `--credit` and of a sweep's arms, and a registered environment a choice of `--env` and
+of a sweep's `env`, like a built-in one. A sweep records its plugins in `sweep_spec.json`
 (`plugins`, a file as its absolute path) and imports them again when it resumes, reports or runs a
 cell in another process (`jaxcredit.train.backends`).
 
 A file is imported once per process under a name fixed by its absolute path, so importing it
-again (a resumed sweep, a report after a sweep) registers nothing twice and its classes pickle by
-the same name in every process that imported it.
+again registers nothing twice and its classes pickle by the same name in every process.
 """
 
 from __future__ import annotations

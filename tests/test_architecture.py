@@ -92,11 +92,13 @@ def test_the_checker_sees_lazy_imports(tmp_path):
 
 
 # ----- environments and credit arms behind their interfaces -------------------------------------
-# `env.name == "arithmetic"` outside envs/ is a branch the environment should answer itself (a
-# method or attribute of `jaxcredit.Environment`); `credit == "predictor"` outside the arms is one
-# the arm should answer (a hook of `jaxcredit.CreditArm`).
+# `env.name == "arithmetic"` or `isinstance(env, Arithmetic)` outside envs/ is a branch the environment
+# should answer itself (a method or attribute of `jaxcredit.Environment`); `credit == "predictor"` outside
+# the arms is one the arm should answer (a hook of `jaxcredit.CreditArm`).
 NAME_BRANCH = re.compile(r"""\.name\s*[!=]=\s*['"]|\benv\.name\s*[!=]=|['"]\s*[!=]=\s*[\w.]*\.name\b""")
 CREDIT_BRANCH = re.compile(r"""\bcredit\b['"]?\)?\s*[!=]=\s*['"]|['"]\s*[!=]=\s*[\w.]*\bcredit\b""")
+# `spec["env"] == "arithmetic"`, `config.env != "mad"`: the same branch on a config's environment field
+ENV_KEY_BRANCH = re.compile(r"""\benv(_name)?\b['"]?\)?\]?\s*[!=]=\s*['"]|['"]\s*[!=]=\s*[\w.]*\benv(_name)?\b""")
 ARM_FILES = {ROOT / "jaxcredit" / "credit_arms.py", ROOT / "jaxcredit" / "arm_registry.py",
              *(ROOT / "jaxcredit" / "arms").glob("*.py")}
 
@@ -113,7 +115,60 @@ def _branches(pattern: re.Pattern, skip) -> list[str]:
 
 def test_no_environment_name_branches_outside_envs():
     found = _branches(NAME_BRANCH, lambda path: path.parent.name == "envs")
+    found += _branches(ENV_KEY_BRANCH, lambda path: path.parent.name == "envs")
     assert not found, "branch on an environment's name (add an Environment method instead):\n" + "\n".join(found)
+
+
+def _environment_classes() -> set[str]:
+    """The names of the environment classes: every class in envs/ that subclasses `Environment`, directly or
+    through another environment class, and every registered one."""
+    from jaxcredit.envs import ENVIRONMENTS
+
+    bases = {}
+    for path in _layer_files("envs"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.ClassDef):
+                bases[node.name] = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", None) for b in node.bases}
+    found, grew = {"Environment"}, True
+    while grew:
+        new = {name for name, parents in bases.items() if parents & found} - found
+        found |= new
+        grew = bool(new)
+    return (found - {"Environment"}) | {cls.__name__ for cls in ENVIRONMENTS.values()}
+
+
+def _type_branches(path: Path, classes: set[str]) -> list[str]:
+    """`isinstance(x, C)` (C alone or in a tuple, by name or attribute) with C an environment class."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("isinstance",
+                                                                                                 "issubclass"):
+            if len(node.args) != 2:
+                continue
+            kinds = node.args[1].elts if isinstance(node.args[1], ast.Tuple) else [node.args[1]]
+            names = {k.id if isinstance(k, ast.Name) else getattr(k, "attr", None) for k in kinds}
+            if names & classes:
+                found.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name}:{node.lineno}: "
+                             f"{ast.unparse(node)}")
+    return found
+
+
+def test_no_environment_type_branches_outside_envs():
+    classes = _environment_classes()
+    assert {"MadSelectiveCopy", "Arithmetic", "Routine", "Umbrella"} <= classes
+    found = [hit for folder in sorted(LAYERS) for path in _layer_files(folder) if path.parent.name != "envs"
+             for hit in _type_branches(path, classes)]
+    assert not found, "branch on an environment's type (add an Environment method instead):\n" + "\n".join(found)
+
+
+def test_the_type_branch_check_catches_a_branch(tmp_path):
+    path = tmp_path / "branchy.py"
+    path.write_text("from jaxcredit.envs import arithmetic\nfrom jaxcredit.envs.mad import MadSelectiveCopy\n\n"
+                    "def f(env):\n    if isinstance(env, MadSelectiveCopy):\n        return 1\n"
+                    "    if isinstance(env, (int, arithmetic.Arithmetic)):\n        return 2\n"
+                    "    return isinstance(env, jaxcredit.Environment)\n")
+    found = _type_branches(path, _environment_classes())
+    assert [hit.split(":")[1] for hit in found] == ["5", "7"], found  # the base class is no branch
 
 
 def test_no_credit_name_branches_outside_the_arms():
@@ -123,7 +178,11 @@ def test_no_credit_name_branches_outside_the_arms():
 
 @pytest.mark.parametrize("pattern, line", [
     (NAME_BRANCH, '    if env.name == "arithmetic":'), (NAME_BRANCH, "    if protocol.env.name != 'mad':"),
-    (NAME_BRANCH, '    if "mad" == env.name:'), (CREDIT_BRANCH, '    if config.credit == "predictor":'),
+    (NAME_BRANCH, '    if "mad" == env.name:'),
+    (ENV_KEY_BRANCH, '    return spec.get("base", {}).get("env") == "arithmetic"'),
+    (ENV_KEY_BRANCH, '    if config.env != "mad":'), (ENV_KEY_BRANCH, '    if env_name == "mad":'),
+    (ENV_KEY_BRANCH, """    tiny = {...} if env_fields["env"] == 'mad' else {}"""),
+    (CREDIT_BRANCH, '    if config.credit == "predictor":'),
     (CREDIT_BRANCH, '    if config.get("credit") == "critic":'),
 ])
 def test_the_branch_checks_catch_a_branch(pattern, line):

@@ -200,7 +200,8 @@ class TrainConfig:
         from jaxcredit.envs import ENVIRONMENTS, make
 
         if not isinstance(self.env, str) or self.env not in ENVIRONMENTS:
-            raise ValueError(f"config.env: unknown value {self.env!r}; choices: {', '.join(sorted(ENVIRONMENTS))}")
+            raise ValueError(f"config.env: unknown value {self.env!r}; choices: {', '.join(sorted(ENVIRONMENTS))} (an "
+                             "environment of a plugin needs --plugin)")
         try:
             env = make(self.env, **self.env_kwargs)
         except (TypeError, ValueError) as error:
