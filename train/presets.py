@@ -94,8 +94,10 @@ _MAD_STUDY = SweepSpec(
     base={"env": "mad", "learning_rate": 1e-3, "num_seeds": 5, "num_evals": 10, "eval_problems": 256,
           "problems_per_iteration": 16, "attempts_per_problem": 4},
     arms={**_UNTUNED_MAD_STUDY.arms,
+          # K = 16: the smallest K whose held-out sign agreement ties the best of K = 1-16
+          # (docs/results/mad-study/predictor-quality.json, `jaxcredit quality`)
           "predictor": {"credit": "predictor", "credit_options.labeller": MAD_STUDY_LABELLER,
-                        "credit_options.labeller_seed": 0},
+                        "credit_options.labeller_seed": 0, "credit_options.continuations": 16},
           "solver-uniform": dict(_UNIFORM_VALUES)},
     budgets={"attempts": 40_000, "fixed-steps": 4_000_000},
     match_on=("env_steps", "policy_evals"),
