@@ -1,0 +1,65 @@
+"""The break-even label price on hand-built curves (`jaxcredit.analysis.price`)."""
+import math
+
+import numpy as np
+import pytest
+
+from jaxcredit.analysis.price import PRICE_GRID, break_even_price, outcome_at, price_gaps, price_text
+
+# outcome's success rises linearly with its total: s(t) = t / 100 on [0, 100], three paired seeds
+TOTALS = np.tile(np.linspace(0.0, 100.0, 11), (3, 1))
+SUCCESS = TOTALS / 100.0
+
+
+def test_the_grid_runs_from_one_64th_to_one_in_seven_prices():
+    assert PRICE_GRID[0] == 1 / 64 and PRICE_GRID[-1] == 1 and len(PRICE_GRID) == 7
+
+
+def test_p_star_on_a_grid_price_equals_its_hand_computed_value():
+    # arm 0.5 at main 10 + p * label 80: gap 0.5 - (10 + 80 p) / 100 = 0.4 - 0.8 p, zero at p = 1/2
+    gaps = price_gaps([0.5, 0.5, 0.5], [10.0] * 3, [80.0] * 3, TOTALS, SUCCESS)
+    np.testing.assert_allclose(gaps[0], 0.4 - 0.8 * np.asarray(PRICE_GRID))
+    result = break_even_price(gaps)
+    assert result["p_star"] == pytest.approx(0.5) and result["text"] == "0.5"
+    assert result["num_seeds"] == 3
+
+
+def test_p_star_between_grid_prices_is_interpolated_in_log_price():
+    # gap 0.3 - 0.8 p: +0.1 at p = 1/4 and -0.1 at p = 1/2, so log p* is halfway: p* = 2^-1.5
+    gaps = price_gaps([0.4] * 3, [10.0] * 3, [80.0] * 3, TOTALS, SUCCESS)
+    assert break_even_price(gaps)["p_star"] == pytest.approx(2 ** -1.5)
+
+
+def test_the_interval_is_where_the_band_crosses_zero():
+    # seeds at 0.35, 0.4, 0.45: gaps 0.25 - 0.8 p, 0.3 - 0.8 p, 0.35 - 0.8 p
+    gaps = price_gaps([0.35, 0.4, 0.45], [10.0] * 3, [80.0] * 3, TOTALS, SUCCESS)
+    result = break_even_price(gaps)
+    half = 4.302652729911275 * 0.05 / math.sqrt(3)  # t(0.975, 2) * sd / sqrt(n)
+    prices = np.asarray(PRICE_GRID)
+    low = 0.3 - half - 0.8 * prices  # the band's lower edge crosses first
+    i = int(np.flatnonzero(low <= 0)[0])
+    expected = math.exp(math.log(prices[i - 1]) + low[i - 1] / (low[i - 1] - low[i])
+                        * (math.log(prices[i]) - math.log(prices[i - 1])))
+    assert result["low"] == pytest.approx(expected)
+    assert result["low"] < result["p_star"] < result["high"]
+
+
+def test_outside_the_measured_range_p_star_is_stated_as_a_bound():
+    always_ahead = price_gaps([0.99] * 3, [10.0] * 3, [80.0] * 3, TOTALS, SUCCESS)
+    result = break_even_price(always_ahead)
+    assert result["p_star"] == math.inf and result["text"] == "> 1"
+    never_ahead = price_gaps([0.05] * 3, [10.0] * 3, [80.0] * 3, TOTALS, SUCCESS)
+    result = break_even_price(never_ahead)
+    assert result["p_star"] == -math.inf and result["text"] == "< 0.0156"
+    assert price_text(0.25, PRICE_GRID) == "0.25"
+
+
+def test_a_curve_that_does_not_reach_a_total_is_refused_by_name():
+    with pytest.raises(ValueError, match="seed 0 ends at 100, but a price needs 210"):
+        price_gaps([0.5] * 3, [10.0] * 3, [200.0] * 3, TOTALS, SUCCESS)
+    with pytest.raises(ValueError, match="must increase"):
+        outcome_at(TOTALS[:, ::-1], SUCCESS, np.ones((3, 2)))
+    with pytest.raises(ValueError, match="at least 2 paired seeds"):
+        break_even_price(np.ones((1, 7)))
+    with pytest.raises(ValueError, match="prices must be"):
+        price_gaps([0.5] * 3, [10.0] * 3, [80.0] * 3, TOTALS, SUCCESS, prices=[0.5, 0.25])
