@@ -1,10 +1,12 @@
 """The break-even label price on hand-built curves (`jaxcredit.analysis.price`)."""
+import json
 import math
 
 import numpy as np
 import pytest
 
 from jaxcredit.analysis.price import PRICE_GRID, break_even_price, outcome_at, price_gaps, price_text
+from jaxcredit.analysis.price_sweep import prices_markdown, sweep_prices
 
 # outcome's success rises linearly with its total: s(t) = t / 100 on [0, 100], three paired seeds
 TOTALS = np.tile(np.linspace(0.0, 100.0, 11), (3, 1))
@@ -63,3 +65,51 @@ def test_a_curve_that_does_not_reach_a_total_is_refused_by_name():
         break_even_price(np.ones((1, 7)))
     with pytest.raises(ValueError, match="prices must be"):
         price_gaps([0.5] * 3, [10.0] * 3, [80.0] * 3, TOTALS, SUCCESS, prices=[0.5, 0.25])
+
+
+def _write_rows(path, rows):
+    path.mkdir(parents=True)
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.fixture
+def price_sweep(tmp_path):
+    """A hand-built sweep: outcome's fixed-steps curve s(t) = t / 100 (11 evaluations), and an
+    `exact` whose attempts runs end at 0.5 (average 0.4) after 10 main and 80 label env steps."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    (sweep / "sweep_spec.json").write_text(json.dumps({"arm_order": ["outcome", "exact"]}))
+    curve, arm = [], []
+    for seed in range(3):
+        for t in np.linspace(0.0, 100.0, 11):
+            curve.append({"seed_index": seed, "success_greedy": t / 100, "total_env_steps": t,
+                          "main_env_steps": t, "total_policy_evals": t, "main_policy_evals": t})
+        for i, success in enumerate((0.0, 0.3, 0.5)):
+            arm.append({"seed_index": seed, "success_greedy": success, "main_env_steps": 5 * i,
+                        "total_env_steps": 45 * i, "main_policy_evals": 5 * i, "total_policy_evals": 5 * i})
+    _write_rows(sweep / "fixed-steps" / "outcome", curve)
+    _write_rows(sweep / "attempts" / "exact", arm)
+    return str(sweep)
+
+
+def test_a_sweeps_price_table_equals_its_hand_computed_values(price_sweep):
+    record = sweep_prices(price_sweep)
+    assert list(record["arms"]) == ["exact"] and list(record["arms"]["exact"]) == ["env_steps"]
+    by_score = record["arms"]["exact"]["env_steps"]
+    assert by_score["final"]["p_star"] == pytest.approx(0.5)  # 0.5 - (10 + 80 p) / 100 = 0
+    # average: 0.4 against outcome's mean at B / 2 and B, 0.0075 B: gap 0.325 - 0.6 p, +0.025 at
+    # p = 1/2 and -0.275 at p = 1, so log p* = log 1/2 + (0.025 / 0.3) log 2
+    assert by_score["average"]["p_star"] == pytest.approx(0.5 * 2 ** (1 / 12))
+    assert by_score["final"]["covered"] == list(PRICE_GRID)
+    # identical seeds: the band is the mean itself
+    assert "| exact | env steps | 0.0156 to 1 | 0.5 [0.5, 0.5] | 0.53 [0.53, 0.53] |" in prices_markdown(record)
+
+
+def test_jaxcredit_price_prints_the_table_and_refuses_what_is_not_a_sweep(price_sweep, tmp_path, capsys):
+    from jaxcredit.cli import main
+
+    assert main(["price", price_sweep, "--out", str(tmp_path / "price.json")]) == 0
+    assert "| exact | env steps |" in capsys.readouterr().out
+    assert json.loads((tmp_path / "price.json").read_text())["arms"]["exact"]["env_steps"]["final"]["p_star"] == 0.5
+    assert main(["price", str(tmp_path)]) == 2
+    assert "no sweep_spec.json" in capsys.readouterr().err

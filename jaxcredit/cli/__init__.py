@@ -26,7 +26,7 @@ COMMANDS = (
     benchmarking.add_bench, solving.add_play, running.add_train, running.add_sweep, running.add_gate,
     solving.add_greedy, running.add_pack, running.add_status, running.add_suite, solving.add_solve,
     analysis.add_snr, analysis.add_rank, analysis.add_audit, analysis.add_predictor_quality, inspecting.add_report,
-    inspecting.add_compare, inspecting.add_replay,
+    inspecting.add_compare, inspecting.add_replay, inspecting.add_price,
     agents.add_agent,
 )
 

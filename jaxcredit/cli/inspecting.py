@@ -1,4 +1,4 @@
-"""`jaxcredit report`, `compare` and `replay`: what finished runs and sweeps show
+"""`jaxcredit report`, `compare`, `replay` and `price`: what finished runs and sweeps show
 (`jaxcredit.analysis`): reports, results pages and paired comparisons of two arms; and the tuning
 rules replayed on finished tuned sweeps (`jaxcredit.train.tuning_replay`)."""
 
@@ -130,3 +130,35 @@ def add_replay(commands) -> None:
     replay.add_argument("--out", help="write the record (JSON) here")
     replay.add_argument("--json", action="store_true", help="print the record as one JSON object")
     replay.set_defaults(handler=_cmd_replay)
+
+
+def _cmd_price(args) -> None:
+    from jaxcredit.analysis.price_sweep import prices_markdown, sweep_prices
+    from jaxcredit.train.rundir import write_json_atomic
+
+    if not os.path.isfile(os.path.join(args.sweep, "sweep_spec.json")):
+        raise CommandError(f"{args.sweep}: not a sweep directory or results record (no sweep_spec.json)")
+    try:
+        record = sweep_prices(args.sweep, reference=args.reference)
+    except ValueError as error:
+        raise CommandError(str(error)) from None
+    if args.out:
+        write_json_atomic(args.out, record)
+    if args.json:
+        print_json(record)
+        return
+    print(prices_markdown(record))
+    if args.out:
+        print(f"record in {args.out}")
+
+
+def add_price(commands) -> None:
+    price = commands.add_parser("price", help="the break-even label price p* of each label arm of a finished sweep: "
+                                              "the price per unit of label work at which the reference, given the "
+                                              "arm's total, ties it")
+    price.add_argument("sweep", help="a finished sweep directory with attempts and fixed-steps runs, or a results "
+                                     "page's record/ folder")
+    price.add_argument("--reference", default="outcome", help="the arm without label work (default outcome)")
+    price.add_argument("--out", help="write the record (JSON) here")
+    price.add_argument("--json", action="store_true", help="print the record as one JSON object")
+    price.set_defaults(handler=_cmd_price)
