@@ -4,7 +4,7 @@ Each label arm's attempts runs give its score and its main and label work per se
 reference arm's fixed-steps runs give its learning curve in each currency, seeds paired by index.
 `sweep_prices` reads them and computes `p*` (`jaxcredit.analysis.price`) for the final and the
 average success in env steps and in policy evaluations, over the prices the curve reaches;
-`prices_markdown` writes the table. See docs/analysis.md#the-break-even-label-price-analysispricepy.
+`prices_markdown` writes the table and `plot_price_gaps` draws each arm's lead against the price. See docs/analysis.md#the-break-even-label-price-analysispricepy.
 """
 from __future__ import annotations
 
@@ -116,3 +116,32 @@ def prices_markdown(record: dict) -> str:
               "Student-t band of the arm's lead crosses 0; `> p` or `< p`: outside the prices the reference's curve "
               "reaches."]
     return "\n".join(lines)
+
+
+def plot_price_gaps(record: dict, path: str) -> dict:
+    """One panel per currency and score: each arm's mean lead over the reference against the price
+    (log scale), with its 95% band and the zero line; `{"path", "lines": [arm, ...]}` of the first panel."""
+    import matplotlib.pyplot as plt
+
+    from jaxcredit.analysis.plots import save_figure
+
+    panels = [(c, s) for c in CURRENCIES for s in SCORES]
+    figure, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4), squeeze=False)
+    lines = []
+    for ax, (currency, score) in zip(axes[0], panels):
+        for arm, entry in record["arms"].items():
+            result = entry.get(currency, {}).get(score)
+            if not result or "mean_gap" not in result:  # fewer than 2 prices reached
+                continue
+            prices = result["covered"]
+            (line,) = ax.plot(prices, result["mean_gap"], marker="o", label=arm)
+            ax.fill_between(prices, result["gap_low"], result["gap_high"], color=line.get_color(), alpha=0.15)
+            if ax is axes[0][0]:
+                lines.append(arm)
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel(f"price per label unit ({CURRENCIES[currency]})")
+        ax.set_title(f"{SCORES[score]}", fontsize=10)
+    axes[0][0].set_ylabel(f"lead over {record['reference']} at equal total")
+    axes[0][0].legend(fontsize=8)
+    return {"path": save_figure(figure, path), "lines": lines}

@@ -1,12 +1,13 @@
 """The break-even label price on hand-built curves (`jaxcredit.analysis.price`)."""
 import json
 import math
+import os
 
 import numpy as np
 import pytest
 
 from jaxcredit.analysis.price import PRICE_GRID, break_even_price, outcome_at, price_gaps, price_text
-from jaxcredit.analysis.price_sweep import prices_markdown, sweep_prices
+from jaxcredit.analysis.price_sweep import plot_price_gaps, prices_markdown, sweep_prices
 
 # outcome's success rises linearly with its total: s(t) = t / 100 on [0, 100], three paired seeds
 TOTALS = np.tile(np.linspace(0.0, 100.0, 11), (3, 1))
@@ -108,8 +109,14 @@ def test_a_sweeps_price_table_equals_its_hand_computed_values(price_sweep):
 def test_jaxcredit_price_prints_the_table_and_refuses_what_is_not_a_sweep(price_sweep, tmp_path, capsys):
     from jaxcredit.cli import main
 
-    assert main(["price", price_sweep, "--out", str(tmp_path / "price.json")]) == 0
+    assert main(["price", price_sweep, "--out", str(tmp_path / "price.json"), "--plot", str(tmp_path / "p.png")]) == 0
+    assert (tmp_path / "p.png").stat().st_size > 0
     assert "| exact | env steps |" in capsys.readouterr().out
     assert json.loads((tmp_path / "price.json").read_text())["arms"]["exact"]["env_steps"]["final"]["p_star"] == 0.5
     assert main(["price", str(tmp_path)]) == 2
     assert "no sweep_spec.json" in capsys.readouterr().err
+
+
+def test_the_price_plot_draws_one_line_per_arm(price_sweep, tmp_path):
+    drawn = plot_price_gaps(sweep_prices(price_sweep), str(tmp_path / "price.png"))
+    assert drawn["lines"] == ["exact"] and os.path.getsize(drawn["path"]) > 0

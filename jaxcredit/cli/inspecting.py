@@ -133,7 +133,7 @@ def add_replay(commands) -> None:
 
 
 def _cmd_price(args) -> None:
-    from jaxcredit.analysis.price_sweep import prices_markdown, sweep_prices
+    from jaxcredit.analysis.price_sweep import plot_price_gaps, prices_markdown, sweep_prices
     from jaxcredit.train.rundir import write_json_atomic
 
     if not os.path.isfile(os.path.join(args.sweep, "sweep_spec.json")):
@@ -144,6 +144,8 @@ def _cmd_price(args) -> None:
         raise CommandError(str(error)) from None
     if args.out:
         write_json_atomic(args.out, record)
+    if args.plot:
+        plot_price_gaps(record, args.plot)
     if args.json:
         print_json(record)
         return
@@ -160,5 +162,6 @@ def add_price(commands) -> None:
                                      "page's record/ folder")
     price.add_argument("--reference", default="outcome", help="the arm without label work (default outcome)")
     price.add_argument("--out", help="write the record (JSON) here")
+    price.add_argument("--plot", help="draw each arm's lead against the price here (PNG)")
     price.add_argument("--json", action="store_true", help="print the record as one JSON object")
     price.set_defaults(handler=_cmd_price)
