@@ -234,14 +234,15 @@ def write_results_page(sweep_dir: str, page: str, *, command: str | None = None,
     """Write the results page `page` (a `.md` path) of the sweep directory `sweep_dir` and its
     files (folder `page` without `.md`); returns the page's path. `command` is shown as the way to
     regenerate it (default: `jaxcredit report SWEEP_DIR --page PAGE`, paths as given). Raises
-    `ValueError` for a directory that is not a sweep, a page name not ending in `.md`, or a page
-    folder that is (in) the sweep or a directory of another kind.
+    `ValueError` for a directory that is not a sweep or holds a failed run, a page name not ending
+    in `.md`, or a page folder that is (in) the sweep or a directory of another kind.
 
     The page and its folder are built in a staging directory beside the folder and published
     together (`jaxcredit.output_dirs.publish_directory`): an error leaves both as they were."""
     if kind_of(sweep_dir) != "sweep":
         raise ValueError(f"--page needs a sweep directory (with sweep_spec.json); {sweep_dir} is a "
                          f"{kind_of(sweep_dir)} directory")
+    rundir_io.refuse_failed(sweep_dir, "report --page")  # a cell stopped at a non-finite iteration
     if not page.endswith(".md") or len(os.path.basename(page)) <= len(".md"):
         raise ValueError(f"--page must name a Markdown file ending in .md, got {page!r}")
     if not 0.0 < threshold <= 1.0:

@@ -27,6 +27,7 @@ from jaxcredit.rundir_io import (
     dumps_strict,
     is_finished,
     is_matched,
+    refuse_failed,
     regime_meaning,
     write_text_atomic,
 )
@@ -211,8 +212,9 @@ def write_report(path: str) -> str:
     """Write `report.md` (and its plots and cards) for the sweep, run or audit directory `path`;
     returns the report's path. Holds the directory's lock while writing (a run or sweep still
     being written refuses with one line naming its process). Raises `FileNotFoundError`/`ValueError`
-    for anything else."""
+    for anything else, and for a failed run or a sweep holding one (`rundir_io.refuse_failed`)."""
     kind_of(path)  # a directory of the right kind, before the lock is taken
+    refuse_failed(path, "report")  # a run (or a sweep's cell) stopped at a non-finite iteration
     check_writable_dir(path, "report directory")
     with RunLock(path, "report"):
         return _report(path)

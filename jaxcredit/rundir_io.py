@@ -27,6 +27,7 @@ import numpy as np
 
 CLAIM_FILE = "claim.json"  # a sweep's claim, stated with its date before its first cell
 LOCK_NAME = ".jaxcredit.lock"
+FAILED_FILE = "failed.json"  # a run stopped at a non-finite iteration (docs/training.md#guards)
 
 # ----- the sweep directory format: regimes and cells ---------------------------------------------
 REGIMES = ("attempts", "matched", "fixed-steps")  # a sweep's cells are `<regime>/<cell>` run directories
@@ -301,6 +302,31 @@ def is_finished(run_dir: str) -> bool:
         return False
     read_json(path, expect=dict)
     return True
+
+
+def failed_runs(path: str) -> list[str]:
+    """The run directories at or under `path` that a non-finite iteration stopped (they hold
+    `FAILED_FILE`), sorted; checkpoints and policies are not searched."""
+    found = []
+    for root, dirs, files in os.walk(path):
+        dirs[:] = sorted(d for d in dirs if d not in ("checkpoints", "policies"))
+        if FAILED_FILE in files:
+            found.append(root)
+    return sorted(found)
+
+
+def refuse_failed(path: str, what: str) -> None:
+    """Raise `ValueError` in one line when `path` is, or holds, a failed run: `what` (e.g. `report`)
+    names the command that refuses it, and the line the run's own message."""
+    failed = failed_runs(path)
+    if not failed:
+        return
+    try:
+        message = read_json(os.path.join(failed[0], FAILED_FILE), expect=dict).get("message", "")
+    except ValueError as error:
+        message = str(error)
+    where = failed[0] if len(failed) == 1 else f"{failed[0]} (and {len(failed) - 1} more)"
+    raise ValueError(f"{what} refuses a failed run: {where} stopped at a non-finite iteration ({message})")
 
 
 def check_strict_file(path: str) -> None:

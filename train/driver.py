@@ -36,6 +36,7 @@ from jaxcredit.rundir_io import RunLock, check_writable_dir, evaluation_families
 from jaxcredit.sharding import batch_mesh
 from jaxcredit.tracking import check_trackers, open_trackers
 from jaxcredit.train.config import MAX_BUDGET, TrainConfig, config_from_dict
+from jaxcredit.train.guards import check_credit_shapes, checkpointed, stop_if_nonfinite
 from jaxcredit.train.loop import Trainer, budget_count, make_train
 from jaxcredit.train.rundir import RunDir, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 from jaxcredit.validation import require_float, require_int
@@ -165,6 +166,7 @@ class _Pace:
         self.step_seconds = None if checkpoint_seconds is None else min(STEP_SECONDS, checkpoint_seconds)
         self.rate = None
         self.last_save = time.monotonic()
+        self.calls = 0  # calls of the segment program so far: none means no iteration ran
 
     def next_limits(self, done: np.ndarray, target: np.ndarray) -> np.ndarray:
         """int64 `[N]`: the budget-counter limits of the next call, given each seed's count `done`
@@ -180,6 +182,7 @@ class _Pace:
 
     def observe(self, units: np.ndarray, seconds: float) -> None:
         """A call advanced the seeds by `units` `[N]` in `seconds`."""
+        self.calls += 1
         if seconds > 0 and units.sum() > 0:
             self.rate = float(units.sum()) / seconds
 
@@ -260,33 +263,56 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
     custom = schedule is not None
     schedule = evaluation_schedule(config, schedule)
     trainer = make_train(config)  # every check that needs the environment, before any work
+    check_credit_shapes(trainer)  # the arm's credit traced on the run's shapes: no FLOPs, nothing written
     if resume and not os.path.isdir(run.path):
         raise FileNotFoundError(f"nothing to resume: {out} does not exist")
-    with _locked(run, "train"):
-        status = run.status()
-        if status != "new":
-            if not resume:
-                raise ValueError(f"{out} already holds a run ({status}); pass --resume to continue it or choose "
-                                 "another --out")
-            _check_same_config(run, config)
-            _check_same_schedule(run, schedule if custom else None)
-            if status == "finished":
-                return read_json(run.summary_path)
-        _sync("jaxcredit-run-checked")  # every process has looked before process 0 writes
-        tracker = open_trackers(log, out, config.to_dict()) if log and _is_writer() else None
-        if tracker is not None:
-            def on_evaluation(rows, _then=on_evaluation):
-                tracker.log_rows(rows)
-                if _then is not None:
-                    _then(rows)
-        try:
-            pace = _Pace(checkpoint_seconds if jax.process_count() == 1 else None)
-            return _train(run, trainer, status, schedule, custom, progress=progress, label=label,
-                          stop_after_evals=stop_after_evals, pace=pace, on_evaluation=on_evaluation)
-        finally:
+    before = set(os.listdir(run.path)) if os.path.isdir(run.path) else None
+    pace = _Pace(checkpoint_seconds if jax.process_count() == 1 else None)
+    unstarted = False  # set when a run this call started fails before its first iteration
+    try:
+        with _locked(run, "train"):
+            status = run.status()
+            if status == "failed":
+                message = read_json(run.failed_path).get("message", "")
+                raise ValueError(f"{out} holds a failed run ({message}); start again in another --out")
+            if status != "new":
+                if not resume:
+                    raise ValueError(f"{out} already holds a run ({status}); pass --resume to continue it or choose "
+                                     "another --out")
+                _check_same_config(run, config)
+                _check_same_schedule(run, schedule if custom else None)
+                if status == "finished":
+                    return read_json(run.summary_path)
+            _sync("jaxcredit-run-checked")  # every process has looked before process 0 writes
+            tracker = open_trackers(log, out, config.to_dict()) if log and _is_writer() else None
             if tracker is not None:
-                tracker.close()
-            run.close()
+                def on_evaluation(rows, _then=on_evaluation):
+                    tracker.log_rows(rows)
+                    if _then is not None:
+                        _then(rows)
+            try:
+                return _train(run, trainer, status, schedule, custom, progress=progress, label=label,
+                              stop_after_evals=stop_after_evals, pace=pace, on_evaluation=on_evaluation)
+            except Exception:
+                unstarted = status == "new" and pace.calls == 0 and _is_writer()  # failed before iterating
+                if unstarted:
+                    _remove_unstarted(run, before)
+                raise
+            finally:
+                if tracker is not None:
+                    tracker.close()
+                run.close()
+    finally:
+        if unstarted and before is None and os.path.isdir(run.path) and not os.listdir(run.path):
+            rundir_io.remove_path(run.path)  # made by this call (its lock, now released): leave nothing
+
+
+def _remove_unstarted(run: RunDir, before: set | None) -> None:
+    """Remove what a run that never iterated wrote into its directory (entries that were not
+    there before, `before`; the lock stays until it is released), so it blocks no later run."""
+    for entry in sorted(os.listdir(run.path)):
+        if entry != rundir_io.LOCK_NAME and (before is None or entry not in before):
+            rundir_io.remove_path(os.path.join(run.path, entry))
 
 
 @contextlib.contextmanager
@@ -419,7 +445,8 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
     state = _replicated(init(seeds), config.shard_devices)
 
     if info is not None:
-        state, info = run.restore_checkpoint("latest", state)
+        restored, info = run.restore_checkpoint("latest", checkpointed(state))
+        state = restored.replace(nonfinite=state.nonfinite)  # laid out as a fresh state's: one compile
         rows = _resumed_rows(run, info, state, config)
         start, best = info["eval_index"] + 1, info["best_success"]
     if _is_writer():  # only now: a directory refused above is left exactly as it was
@@ -430,7 +457,7 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
         if _is_writer():
             write_jsonl_atomic(run.metrics_path, rows)
         start, best = 1, -1.0
-        run.save_checkpoint("latest", 0, state, {"eval_index": 0, "best_success": best})
+        run.save_checkpoint("latest", 0, checkpointed(state), {"eval_index": 0, "best_success": best})
 
     def counts(state):
         return _to_host(budget_count(state.ledger, config.budget_counter)).astype(np.int64)
@@ -454,12 +481,13 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
                 after = counts(state)
                 pace.observe(after - done, time.perf_counter() - called)
                 done = after
+                stop_if_nonfinite(run, config, state, _to_host, writer=_is_writer())  # before anything is saved
                 if np.array_equal(limits, target):
                     break
                 bar.update(int(done.min()), success, int(np.max(_to_host(state.iteration))))
                 if pace.checkpoint_due():
                     part += 1
-                    run.save_checkpoint("latest", j - 1, state, {
+                    run.save_checkpoint("latest", j - 1, checkpointed(state), {
                         "eval_index": j - 1, "best_success": best, "segment_part": part,
                         "segment_seconds": round(time.perf_counter() - started, 3)}, part=part)
                     pace.saved()
@@ -480,7 +508,7 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
                 best = chosen_on
                 run.save_checkpoint("best", j, state.params, {"eval_index": j, "validation_success_greedy": chosen_on,
                                                               "success_greedy": success})
-            run.save_checkpoint("latest", j, state, {"eval_index": j, "best_success": best})
+            run.save_checkpoint("latest", j, checkpointed(state), {"eval_index": j, "best_success": best})
             pace.saved()
             bar.update(int(done.min()), success, int(np.max(_to_host(state.iteration))))
     finally:

@@ -49,6 +49,17 @@ class TrainState:
     seed: jax.Array  # int32 []
     last_iteration_env_steps: jax.Array  # int32 []: what the latest iteration cost (all accounts)
     prepared: Any = None  # the credit arm's fixed state from its `prepare` (predictor: model and summary)
+    nonfinite: Any = None  # int32 []: 0 while every iteration was finite, else 1 + NONFINITE's index of
+    # what went non-finite first; never checkpointed (`guards.checkpointed`), so old checkpoints restore
+
+
+NONFINITE = ("credit", "gradient", "parameters")  # what the update checks, in order; `TrainState.nonfinite`
+
+
+def all_finite(tree) -> jax.Array:
+    """bool `[]`: every element of every floating leaf of `tree` is finite (None leaves: True)."""
+    leaves = [jnp.all(jnp.isfinite(x)) for x in jax.tree_util.tree_leaves(tree) if jnp.issubdtype(x.dtype, jnp.inexact)]
+    return jnp.all(jnp.stack(leaves)) if leaves else jnp.bool_(True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,7 +128,8 @@ class Trainer:
                 ledger = record(ledger, counts, account=account)
         return TrainState(params=params, opt_state=self.optimizer.init(params), ledger=ledger,
                           iteration=jnp.zeros((), jnp.int32), seed=jnp.asarray(seed, jnp.int32),
-                          last_iteration_env_steps=jnp.zeros((), jnp.int32), prepared=prepared)
+                          last_iteration_env_steps=jnp.zeros((), jnp.int32), prepared=prepared,
+                          nonfinite=jnp.zeros((), jnp.int32))
 
     def draw_problem(self, key: jax.Array):
         """One training problem (the training part only, `holdout.sample_in_split`; the whole space
@@ -145,33 +157,47 @@ class Trainer:
         repeated = jax.tree_util.tree_map(lambda x: jnp.repeat(x, c.attempts_per_problem, axis=0), problems)
         return problems, jax.vmap(self.env.init_problem)(repeated)
 
-    def iterate(self, state: TrainState) -> TrainState:
-        """One iteration: main attempts, credit, one policy update (`ppo_epochs` epochs)."""
-        c = self.config
+    def play(self, state: TrainState):
+        """`(problems [P], trajectory [B, T], main_counts, label_key)`: the iteration's main attempts
+        with the current policy, and the key its credit draws from."""
         problems, starts = self.sample_episodes(state)
         starts = constrain_batch(starts, self.batch_sharding)  # [B] split over devices (one device: no-op)
         _, action_key, label_key = self._keys(state)
         trajectory, main_counts = rollout(self.env, self.policy_fn, state.params, starts, action_key,
                                           num_turns=self.env.max_turns, live_chunk=self.live_chunk)
-        trajectory = constrain_batch(trajectory, self.batch_sharding)
+        return problems, constrain_batch(trajectory, self.batch_sharding), main_counts, label_key
+
+    def iterate(self, state: TrainState) -> TrainState:
+        """One iteration: main attempts, credit, one policy update (`ppo_epochs` epochs).
+
+        It also checks that the credit, every epoch's gradient and the new parameters are finite
+        (one boolean reduction each); the first that is not sets `nonfinite`, which ends `run_until`."""
+        c = self.config
+        problems, trajectory, main_counts, label_key = self.play(state)
         ledger = record(state.ledger, main_counts, account="main")
         result, ledger = self.credit(state.params, trajectory, problems, label_key, ledger, prepared=state.prepared)
         advantage, critic_batch = result.advantage, self._weighted(result)
         action_values = None if c.objective == "pg" else result.action_values
 
         def epoch(carry, _):
-            params, opt_state = carry
+            params, opt_state, finite = carry
             grads = self.gradient(params, trajectory, advantage, critic_batch, action_values)
             updates, opt_state = self.optimizer.update(grads, opt_state, params)
-            return (optax.apply_updates(params, updates), opt_state), None
+            return (optax.apply_updates(params, updates), opt_state, finite & all_finite(grads)), None
 
-        (params, opt_state), _ = jax.lax.scan(epoch, (state.params, state.opt_state), None, length=c.ppo_epochs)
+        (params, opt_state, grads_finite), _ = jax.lax.scan(
+            epoch, (state.params, state.opt_state, jnp.bool_(True)), None, length=c.ppo_epochs)
+        checks = (all_finite((advantage, action_values)), grads_finite, all_finite(params))  # NONFINITE's order
+        first = jnp.argmin(jnp.stack(checks)).astype(jnp.int32) + 1  # the first False
+        nonfinite = jnp.where(state.nonfinite > 0, state.nonfinite, jnp.where(jnp.all(jnp.stack(checks)), 0, first))
         return state.replace(params=params, opt_state=opt_state, ledger=ledger, iteration=state.iteration + 1,
-                             last_iteration_env_steps=ledger.total_env_steps - state.ledger.total_env_steps)
+                             last_iteration_env_steps=ledger.total_env_steps - state.ledger.total_env_steps,
+                             nonfinite=nonfinite)
 
     def run_until(self, state: TrainState, main_episodes_limit: jax.Array, total_env_steps_limit: jax.Array,
                   total_policy_evals_limit: jax.Array) -> TrainState:
-        """Iterate while the ledger is below all three limits (int32 `[]`; pass `MAX_COUNT` for no limit).
+        """Iterate while the ledger is below all three limits (int32 `[]`; pass `MAX_COUNT` for no limit)
+        and every iteration was finite (`nonfinite` 0: a non-finite one is the last).
 
         The limits are arguments, not configuration, so one compiled program serves every
         budget and every regime (the driver vmaps them with the seeds: one limit per seed).
@@ -180,7 +206,7 @@ class Trainer:
         """
         def below(s):
             return ((s.ledger.main_episodes < main_episodes_limit) & (s.ledger.total_env_steps < total_env_steps_limit)
-                    & (s.ledger.total_policy_evals < total_policy_evals_limit))
+                    & (s.ledger.total_policy_evals < total_policy_evals_limit) & (s.nonfinite == 0))
 
         return jax.lax.while_loop(below, self.iterate, state)
 

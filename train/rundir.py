@@ -4,8 +4,9 @@ A run directory holds its kind marker (`.jaxcredit-kind`, written first), `confi
 resolved `TrainConfig`), `metrics.jsonl` (one row per evaluation and seed), `checkpoints/` (orbax
 checkpoints of the whole training state, with the pointers `latest.json` and `best.json`),
 `policies/seed-i/` (each seed's final policy), `summary.json` (written last, only when the run
-finished) and `.jaxcredit.lock` while a process writes it. So a directory is `new`, `resumable` or
-`finished`, read from disk by `RunDir.status`. Every file is written to a temporary name and
+finished), `failed.json` instead when a non-finite iteration stopped it, and `.jaxcredit.lock`
+while a process writes it. So a directory is `new`, `resumable`, `finished` or `failed`, read from
+disk by `RunDir.status`. Every file is written to a temporary name and
 renamed into place, and a checkpoint becomes `latest` only after orbax has committed it, so an
 interrupted write leaves the previous complete state in charge. With several processes every
 process saves and restores checkpoints and only process 0 touches pointers and old directories.
@@ -24,11 +25,11 @@ import orbax.checkpoint as ocp
 from jaxcredit import rundir_io
 from jaxcredit.checkpoint import quiet_orbax
 from jaxcredit.output_dirs import check_kind, write_kind
-from jaxcredit.rundir_io import read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
+from jaxcredit.rundir_io import FAILED_FILE, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 
 __all__ = ["RunDir", "read_json", "read_jsonl", "write_json_atomic", "write_jsonl_atomic"]
 
-STATUSES = ("new", "resumable", "finished")
+STATUSES = ("new", "resumable", "finished", "failed")
 
 
 class RunDir:
@@ -39,6 +40,7 @@ class RunDir:
         self.config_path = os.path.join(self.path, "config.json")
         self.metrics_path = os.path.join(self.path, "metrics.jsonl")
         self.summary_path = os.path.join(self.path, "summary.json")
+        self.failed_path = os.path.join(self.path, FAILED_FILE)
         self.checkpoint_root = os.path.join(self.path, "checkpoints")
         self.policies_path = os.path.join(self.path, "policies")
         self._checkpointer = None
@@ -61,7 +63,9 @@ class RunDir:
         return os.path.exists(self.summary_path)
 
     def status(self) -> str:
-        """`new`, `resumable` or `finished` (see the module docstring)."""
+        """`new`, `resumable`, `finished` or `failed` (see the module docstring)."""
+        if os.path.exists(self.failed_path):
+            return "failed"
         if self.is_complete:
             return "finished"
         return "resumable" if os.path.exists(self.config_path) else "new"

@@ -2,7 +2,7 @@
 
 A long sweep runs in the background for hours; this reads what it has written (never writing,
 never taking a lock) and says, phase by phase (tuning, the budgeted cells, the matched cells), how
-many runs are finished, running, stopped part-way or not started, how long the finished ones took,
+many runs are finished, failed, running, stopped part-way or not started, how long the finished ones took,
 and for each unfinished run its budget fraction, its last evaluation and, while it runs, an
 estimate of its remaining wall time from its own pace. A run counts as running while the process
 named in its lock file is alive on this host.
@@ -13,12 +13,13 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from jaxcredit.rundir_io import lock_held, read_json
+from jaxcredit.rundir_io import FAILED_FILE, lock_held, read_json
 from jaxcredit.train.rundir import evaluation_progress
 from jaxcredit.train.sweep import SweepSpec
 from jaxcredit.train.tuning import point_parts, tune_rungs
 
-STATES = ("finished", "running", "stopped", "cut", "not started")  # cut: a tuning run halving stopped at a rung
+STATES = ("finished", "failed", "running", "stopped", "cut", "not started")  # cut: a tuning run halving stopped at
+# a rung; failed: stopped at a non-finite iteration (its failed.json)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +68,8 @@ def run_status(path: str, label: str, config=None) -> RunStatus:
     if not os.path.isdir(path):
         return RunStatus(label, "not started")
     wall = _wall_seconds(path)
+    if os.path.exists(os.path.join(path, FAILED_FILE)):
+        return RunStatus(label, "failed", wall_seconds=wall)
     if os.path.exists(os.path.join(path, "summary.json")):
         return RunStatus(label, "finished", fraction=1.0, wall_seconds=wall)
     state = "running" if lock_held(path) else "stopped"
@@ -166,6 +169,8 @@ def format_status(status: dict) -> str:
             lines.append(f"  tune/{arm} rungs: " + ", ".join(f"eval {r['evals']}: {r['reached']} reached"
                                                              for r in rungs))
         for run in runs:
+            if run.state == "failed":
+                lines.append(f"  {run.label}: failed at a non-finite iteration (its {FAILED_FILE} says where)")
             if run.state in ("running", "stopped") and (run.last_eval is not None or run.state == "running"):
                 parts = [run.state]
                 if run.fraction is not None:
