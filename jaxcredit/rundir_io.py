@@ -5,7 +5,8 @@ trainer and the analysis both use it; it imports neither): `RunLock` (an exclusi
 on `.jaxcredit.lock`, with a record naming the owner), `write_text_atomic`, `write_json_atomic`
 and `write_jsonl_atomic` (a temporary file, `fsync`, a rename), `strict_json` (no NaN or
 infinity: `null` and a sibling `<key>_reason`), the strict readers `read_json`, `read_jsonl` and
-`is_finished` (a torn file is a `TornFile` error, never a finished cell), `check_writable_dir`,
+`is_finished` (a torn file is a `TornFile` error, never a finished cell), `failed_runs` and
+`refuse_failed` (runs a non-finite iteration stopped), `check_writable_dir`,
 and the sweep directory's format (`REGIMES`, `matched_cell`, `seed_measures`). Every file
 operation calls `before_file_operation(kind, path)` first: it does nothing, and tests replace it to
 stop a process between any two file operations. See docs/reliability.md.

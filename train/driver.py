@@ -242,7 +242,8 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
     """Run (or resume) one configuration's seeds into run directory `out`; returns the summary.
 
     Everything is checked before any work: the config against its environment, `out` (a writable
-    directory or creatable as one), then the directory is locked (`RunLock`: a second process gets
+    directory or creatable as one), the arm's credit on the run's shapes
+    (`guards.check_credit_shapes`), then the directory is locked (`RunLock`: a second process gets
     a one-line error naming this one) and its state read (`RunDir.status`). A fresh run refuses a
     directory that already holds a run. `resume=True` needs an existing directory; a `new` one is
     started, a `resumable` one continues from its latest checkpoint (or, without one, starts afresh
@@ -256,6 +257,10 @@ def run_training(config: TrainConfig, out: str, *, resume: bool = False, progres
     rows are in `metrics.jsonl`, with every row so far (the matched regime writes its finished
     views with it). `log`: tracking backends (`jaxcredit.tracking.TRACKERS`) that receive every
     metrics row, per seed, with the config as parameters.
+
+    A non-finite iteration stops the run (`guards.stop_if_nonfinite`: `failed.json`, the last
+    finite checkpoint kept, `TrainingFailed`); a `failed` directory is refused. A run this call
+    started that raises before its first iteration removes what it wrote.
     """
     log = check_trackers(log)
     run = RunDir(out)
