@@ -296,7 +296,7 @@ def test_the_main_job_runs_at_the_settings_its_tuning_record_chose(monkeypatch):
 
     monkeypatch.chdir(ROOT)
     quick, tuning = get_preset("quick"), get_preset("quick-tuning")
-    assert quick.tuned == "docs/results/quick-tuning/tuning.json" and quick.tune is None
+    assert quick.tuned == "docs/results/quick-tuning.json" and quick.tune is None
     assert (tuning.base, tuning.arms, tuning.tune_budget) == (quick.base, quick.arms, quick.budgets["attempts"])
     record = json.loads((ROOT / quick.tuned).read_text())
     assert set(record["arms"]) == set(quick.arms)

@@ -116,7 +116,7 @@ _MAD_STUDY = SweepSpec(
 # both arms learn within the README's few minutes; each arm runs at the point `quick-tuning` chose
 QUICK_MAD = {"length": 4, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 6}
 QUICK_NETWORK = {"d_model": 32, "num_layers": 1, "num_heads": 2, "mlp_dim": 64}
-QUICK_TUNING_RECORD = "docs/results/quick-tuning/tuning.json"
+QUICK_TUNING_RECORD = "docs/results/quick-tuning.json"
 _QUICK = SweepSpec(
     name="quick",
     description="tiny MAD (4 cells, every problem trained on), outcome vs mc (K=2), three regimes, 8 paired seeds, "
@@ -127,7 +127,8 @@ _QUICK = SweepSpec(
     arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 2}},
     budgets={"attempts": 4_000, "fixed-steps": 80_000},
     tuned=QUICK_TUNING_RECORD,
-    cpu_minutes="not measured yet",
+    cpu_minutes="3m09s for the sweep on a 2-core Intel Xeon with a study running beside it, install not included "
+                "(docs/results.md#the-quick-sweep)",
 )
 
 PRESETS: dict[str, SweepSpec] = {
@@ -210,7 +211,7 @@ PRESETS["quick-tuning"] = dataclasses.replace(
     _QUICK, name="quick-tuning", tuned="", regimes=("attempts",), tune={**EQUAL_TUNING, "num_seeds": 5},
     description="quick's arms tuned on the equal-tuning grid (learning rate x entropy bonus, outcome also its "
                 "baseline; 5 tuning seeds, area score, edges extended) at quick's attempts budget",
-    cpu_minutes="not measured yet")
+    cpu_minutes="35 tuning runs of 5 seeds, 20-45 s each on a 2-core CPU beside a study, then quick's attempts cells")
 
 PRESETS["decorative-study"] = SweepSpec(
     name="decorative-study",
