@@ -92,8 +92,16 @@ def check_credit_shapes(trainer: Trainer) -> None:
 
 
 def checkpointed(state):
-    """`state` as checkpoints hold it: without the `nonfinite` flag (a fresh start's is restored)."""
-    return state.replace(nonfinite=None)
+    """`state` as checkpoints hold it: without the `nonfinite` flag and the `hyperparams` (a fresh
+    start's are put back on restore; the run's config holds the hyper-parameters), so a checkpoint
+    has one pytree whether its run trained alone or in a population."""
+    return state.replace(nonfinite=None, hyperparams=None)
+
+
+def restored(checkpoint, fresh):
+    """A state restored from `checkpoint` (as `checkpointed` left it) with `fresh`'s `nonfinite`
+    flag and `hyperparams`, laid out as a fresh state's: a resumed run compiles nothing new."""
+    return checkpoint.replace(nonfinite=fresh.nonfinite, hyperparams=fresh.hyperparams)
 
 
 def stop_if_nonfinite(run, config, state, to_host, *, writer: bool) -> None:
