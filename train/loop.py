@@ -52,7 +52,7 @@ class TrainState:
     nonfinite: Any = None  # int32 []: 0 while every iteration was finite, else 1 + NONFINITE's index of
     # what went non-finite first; never checkpointed (`guards.checkpointed`), so old checkpoints restore
     hyperparams: Any = None  # `Hyperparams`: this member's learning rate and entropy bonus, traced; never
-    # checkpointed either (its run's config holds them), so a checkpoint's pytree is the same with or without
+    # checkpointed either (`guards.Checkpoint`: its run's config holds them)
 
 
 @struct.dataclass
