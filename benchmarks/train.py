@@ -1,13 +1,11 @@
 """`jaxcredit bench train`: the training step against its FLOP lower bounds, and the policy's forward
 and backward passes as fractions of this machine's dense matrix-multiply FLOP/s.
 
-Every number comes from the same interleaved run: one jitted training iteration per arm (outcome,
-and mc with K = 4, on default MAD with the ~100k-parameter policy); the policy's forward and
-forward + backward passes over one iteration's observations (FLOPs from XLA's cost analysis); and
-a dense float32 `n x n` matmul, the machine's reference rate R. The FLOP lower bounds count only
-the network evaluations the design must make, on live states; a bound in seconds is FLOPs / R.
-Also timed: the policy inputs (`tokens`, `afterstate`, `lookahead`), packed against dense
-afterstates, and 16 to 1,024 episodes per iteration. `--quick` runs tiny sizes. See
+One interleaved run times: one jitted training iteration per arm (outcome, and mc with K = 4, on
+default MAD), with and without its finiteness guards; the policy's forward and backward passes
+(FLOPs from XLA's cost analysis); and a dense float32 matmul, the reference rate R. The FLOP lower
+bounds count only the network evaluations the design must make; a bound in seconds is FLOPs / R.
+Also: the policy inputs, packed against dense afterstates, and 16 to 1,024 episodes per iteration. `--quick` runs tiny sizes. See
 docs/benchmarks.md#jaxcredit-bench-train.
 
 Shape letters: B episodes per iteration, T turns, L observation length.
@@ -15,8 +13,10 @@ Shape letters: B episodes per iteration, T turns, L observation length.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+from unittest import mock
 
 import jax
 import jax.numpy as jnp
@@ -24,6 +24,7 @@ import jax.numpy as jnp
 from jaxcredit.benchmarks.common import format_rate, machine_description, print_table, time_interleaved
 from jaxcredit.rollout import rollout
 from jaxcredit.train import config_from_dict, make_train
+from jaxcredit.train import loop
 
 ARMS = {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 4}}
 INPUT_ENVS = {"mad": {"env": "mad"}, "arithmetic": {"env": "arithmetic"}}
@@ -63,11 +64,18 @@ def _input_trainer(env_fields: dict, credit_fields: dict, policy_input: str, qui
     return make_train(config_from_dict({**env_fields, **credit_fields, **extra}))
 
 
-def _iteration(trainer):
-    """`(call, ledger delta)`: the jitted iteration from a fixed state, and what one iteration spends."""
+def unguarded():
+    """A context in which `Trainer.iterate` traces with every finiteness check a constant True."""
+    return mock.patch.object(loop, "all_finite", lambda tree: jnp.bool_(True))
+
+
+def _iteration(trainer, *, guarded: bool = True):
+    """`(call, ledger delta, state)`: the jitted iteration from a fixed state, and what one iteration
+    spends. `guarded=False` traces it with every finiteness check a constant True (the guards' cost)."""
     iterate = jax.jit(trainer.iterate)
     state = trainer.init(jnp.int32(0))
-    after = jax.block_until_ready(iterate(state))
+    with contextlib.nullcontext() if guarded else unguarded():
+        after = jax.block_until_ready(iterate(state))  # traced and compiled here
     spent = jax.tree_util.tree_map(lambda a, b: int(a) - int(b), after.ledger, state.ledger)
     return functools.partial(iterate, state), spent, state
 
@@ -147,6 +155,7 @@ def run(args) -> dict:
     for arm, fields in ARMS.items():
         trainer = _trainer(fields, quick)
         calls[arm], spent[arm], state = _iteration(trainer)
+        calls[f"{arm}:unguarded"], _, _ = _iteration(trainer, guarded=False)
         if passes is None:
             passes = _passes(trainer, state)
             ppo_epochs = trainer.config.ppo_epochs
@@ -197,6 +206,11 @@ def run(args) -> dict:
                   format_rate(flops_g / seconds["forward_backward"]), f"{fraction['forward_backward']:.3f}",
                   "met" if fraction["forward_backward"] >= TARGET_FRACTION else "missed"],
                  [f"matmul {n}x{n} float32", "", format_rate(matmul_rate), "1", ""]])
+    guard_ratios = {f"train:{arm}:guarded_vs_unguarded": seconds[arm] / seconds[f"{arm}:unguarded"] for arm in ARMS}
+    print_table("guards: the iteration with its finiteness checks (credit, gradients, parameters) and without",
+                ["arm", "guarded", "unguarded", "guarded/unguarded"],
+                [[arm, f"{seconds[arm] * 1e3:.1f} ms", f"{seconds[f'{arm}:unguarded'] * 1e3:.1f} ms",
+                  f"{guard_ratios[f'train:{arm}:guarded_vs_unguarded']:.3f}x"] for arm in ARMS])
     input_rows, input_ratios = [], {}
     for env_name, credit in dict.fromkeys((e, c) for e, c, _ in input_cells):
         tokens, afterstate, lookahead = (f"{env_name}:{credit}:{policy_input}" for policy_input in POLICY_INPUTS)
@@ -223,6 +237,7 @@ def run(args) -> dict:
         "suite": "train",
         "steps_per_second": {f"train:{arm}": steps_per_second[arm] for arm in ARMS},
         "seconds_per_iteration": {f"train:{arm}": seconds[arm] for arm in ARMS},
+        "unguarded_seconds_per_iteration": {f"train:{arm}": seconds[f"{arm}:unguarded"] for arm in ARMS},
         "flops_per_second": {"forward": flops_f / seconds["forward"],
                              "forward_backward": flops_g / seconds["forward_backward"], f"matmul@{n}": matmul_rate},
         "forward_flops": flops_f,
@@ -241,6 +256,6 @@ def run(args) -> dict:
                    "train:outcome_vs_bound": over_bound["outcome"],
                    "train:mc_vs_bound": over_bound["mc"],
                    "train:outcome_vs_mc_steps_per_second": steps_per_second["outcome"] / steps_per_second["mc"],
-                   **input_ratios, **packed_ratios},
+                   **guard_ratios, **input_ratios, **packed_ratios},
         "machine": machine_description(),
     }

@@ -40,8 +40,26 @@ def test_bench_train_json():
         assert ratios[f"train:{arm}_vs_bound"] == pytest.approx(seconds / bound)
         # quick: 2 problems x 2 attempts x 12 turns at most on the main account; mc adds continuations
         assert 4 <= rates[f"train:{arm}"] * seconds
+        unguarded = result["unguarded_seconds_per_iteration"][f"train:{arm}"]
+        assert ratios[f"train:{arm}:guarded_vs_unguarded"] == pytest.approx(seconds / unguarded)
     assert rates["train:outcome"] * result["seconds_per_iteration"]["train:outcome"] <= 48
     [row] = result["scaling"]["episodes_per_iteration"]
     assert row["episodes"] == 4 and row["seconds"] == result["seconds_per_iteration"]["train:outcome"]
+    assert "time/bound" in done.stderr and "guarded/unguarded" in done.stderr
     assert "time/bound" in done.stderr and "forward+backward" in done.stderr
     assert result["machine"]["cores"] >= 1
+
+
+def test_unguarded_iteration_has_no_finiteness_checks():
+    """The guards' side of the comparison: the unguarded program traces no `is_finite`, the guarded one does."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxcredit.benchmarks.train import ARMS, _trainer, unguarded
+
+    trainer = _trainer(ARMS["outcome"], quick=True)
+    state = trainer.init(jnp.int32(0))
+    guarded = str(jax.make_jaxpr(trainer.iterate)(state))
+    with unguarded():
+        folded = str(jax.make_jaxpr(trainer.iterate)(state))
+    assert "is_finite" in guarded and "is_finite" not in folded

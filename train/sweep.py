@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+import jaxcredit
 from jaxcredit.arm_registry import dotted_options
 from jaxcredit.comparison import (
     arm_credits,
@@ -170,10 +171,13 @@ class SweepSpec:
         when the file is missing or does not choose a setting for every arm."""
         if not self.tuned:
             return None
-        if not os.path.isfile(self.tuned):
+        path = self.tuned
+        if not os.path.isabs(path) and not os.path.isfile(path):  # a committed record: from the repository root
+            path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(jaxcredit.__file__))), path)
+        if not os.path.isfile(path):
             raise ValueError(f"sweep {self.name}: its tuning record {self.tuned} does not exist (run from the "
                              "repository root)")
-        arms = read_json(self.tuned).get("arms", {})
+        arms = read_json(path).get("arms", {})
         missing = [arm for arm in self.arms if "overrides" not in arms.get(arm, {})]
         if missing:
             raise ValueError(f"sweep {self.name}: its tuning record {self.tuned} chooses no setting for {missing}")
