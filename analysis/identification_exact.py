@@ -128,11 +128,13 @@ def _states_at(key_env: Environment, problems: Any, positions: jax.Array, turns:
 
 
 def state_groups(env: Environment, key_env: Environment, problems: Any, pairs: dict, *, key: str,
-                 scope: str) -> tuple[np.ndarray, np.ndarray]:
-    """Host: `(state, state_group)`, int64 `[n]`: each pair's state id (problem, turns left, position)
-    and its observation key's group id under `key_env` (the same positions and dynamics as `env`,
-    checked; `ValueError` otherwise). `key` is `tokens` (the token observation) or `text` (the
-    text protocol's prompt); `scope` `problem` keys within each problem, `pool` across problems."""
+                 scope: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Host: `(state, state_group, pair_group)`, int64 `[n]`: each pair's state id (problem, turns
+    left, position), its observation key's group under `key_env` (the same positions and dynamics
+    as `env`, checked; `ValueError` otherwise) and its pair's group (that key and the same action).
+    `key` `tokens` matches the token observation and the action id; `text` the text protocol's
+    prompt and the action's reply text (`protocol.reply`: arithmetic names numbers, not slots).
+    `scope` `problem` keys within each problem, `pool` across problems."""
     if key not in KEYS or scope not in SCOPES:
         raise ValueError(f"key must be one of {', '.join(KEYS)} and scope one of {', '.join(SCOPES)}, "
                          f"got {key!r}, {scope!r}")
@@ -146,6 +148,8 @@ def state_groups(env: Environment, key_env: Environment, problems: Any, pairs: d
     protocol = text_protocol(key_env) if key == "text" else None
     per_turn = observation_shows_turns(key_env)
     group_keys: list = [None] * states.size
+    action_keys = pairs["action"].astype(object)
+    pairs_of_state = np.split(np.argsort(state_index, kind="stable"), np.cumsum(np.bincount(state_index))[:-1])
     for start, index in _chunks(env, problems):
         chunk = _take(problems, index)
         rows = np.flatnonzero((problem >= start) & (problem < start + index.size))
@@ -165,9 +169,13 @@ def state_groups(env: Environment, key_env: Environment, problems: Any, pairs: d
             for k, row in enumerate(rows):
                 one = jax.tree_util.tree_map(lambda x, k=k: x[k], host)
                 group_keys[row] = (int(scope_id[row]), protocol.render_prompt(one))
+                for pair in pairs_of_state[row]:
+                    action_keys[pair] = protocol.reply(one, int(pairs["action"][pair]))
     ids: dict = {}
-    group_of_state = np.array([ids.setdefault(k, len(ids)) for k in group_keys], np.int64)
-    return state, group_of_state[state_index]
+    group = np.array([ids.setdefault(k, len(ids)) for k in group_keys], np.int64)[state_index]
+    pair_ids: dict = {}
+    pair_group = np.array([pair_ids.setdefault(k, len(pair_ids)) for k in zip(group.tolist(), action_keys)], np.int64)
+    return state, group, pair_group
 
 
 def hiding_environment(env: Environment, hide: str) -> Environment:
@@ -224,8 +232,7 @@ def run_identification(env: Environment, problems: Any, *, policy_fn: PolicyFn |
               "problems": int(count), "key": key, "scope": scope, "hide": hide,
               "expected_steps": float(pairs["weight"].sum() / count), "views": []}
     for label, key_env, overrides in views:
-        state, group = state_groups(env, key_env, problems, pairs, key=key, scope=scope)
-        pair_group = group * env.num_actions + pairs["action"]
+        state, group, pair_group = state_groups(env, key_env, problems, pairs, key=key, scope=scope)
         measures = {**state_counts(state, group, pairs["weight"]),
                     **identification_measures(pairs["credit"], pairs["weight"], pair_group, tolerance)}
         record["views"].append({"view": label, "key_overrides": overrides, "measures": measures})

@@ -143,7 +143,7 @@ class MadSelectiveCopy(Environment):
     def hidden_variables(self) -> dict[str, HiddenVariable]:
         """`turns_left`: the observation never shows the clock (no configuration does); the text
         protocol's prompt does."""
-        return {"turns_left": HiddenVariable("the turns left (MAD's observation never shows the clock)",
+        return {"turns_left": HiddenVariable("the turns left",
                                              hidden={}, shown=None, text_shows=True)}
 
     def problem_to_json(self, problem) -> dict:

@@ -95,9 +95,8 @@ def test_with_nothing_hidden_matched_credit_is_restored_credit(small_mad):
     group, so the text-matched credit is each state's exact credit, to the last bit."""
     problems = small_mad.problem_sample(None, 3, 0)
     pairs = exact_pairs(small_mad, problems)
-    state, group = state_groups(small_mad, small_mad, problems, pairs, key="text", scope="problem")
+    state, group, pair_group = state_groups(small_mad, small_mad, problems, pairs, key="text", scope="problem")
     assert np.unique(state).size == np.unique(group).size
-    pair_group = group * small_mad.num_actions + pairs["action"]
     assert np.array_equal(matched_credit(pairs["credit"], pairs["weight"], pair_group), pairs["credit"])
     record = run_identification(small_mad, problems, key="text")
     measures = record["views"][0]["measures"]
