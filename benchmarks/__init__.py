@@ -12,6 +12,7 @@ sizes under a time cap and writes its own JSON file (`--out`).
 from jaxcredit.benchmarks import accelerator, adapter, branch, envs
 from jaxcredit.benchmarks import solver as solver_bench
 from jaxcredit.benchmarks import train as train_bench
+from jaxcredit.benchmarks import tune as tune_bench
 from jaxcredit.benchmarks.accelerator import run_accelerator
 from jaxcredit.benchmarks.arithmetic_numpy import ArithmeticNumpy, ArithmeticNumpyState
 from jaxcredit.benchmarks.common import machine_description
@@ -32,7 +33,7 @@ def run_all(args) -> dict:
 
 
 SUITES: dict = {"envs": envs.run, "solver": solver_bench.run, "branch": branch.run, "train": train_bench.run,
-                "adapter": adapter.run, "all": run_all, "accelerator": accelerator.run}
+                "adapter": adapter.run, "tune": tune_bench.run, "all": run_all, "accelerator": accelerator.run}
 NOT_IN_ALL = ("all", "accelerator")
 
 __all__ = ["ENV_BENCHES", "NOT_IN_ALL", "SUITES", "ArithmeticNumpy", "ArithmeticNumpyState", "EnvBench", "MadNumpy",

@@ -1,14 +1,11 @@
 """`jaxcredit bench train`: the training step against its FLOP lower bounds, and the policy's forward
 and backward passes as fractions of this machine's dense matrix-multiply FLOP/s.
 
-Every number comes from the same interleaved run: one jitted training iteration per arm (outcome,
-and mc with K = 4, on default MAD with the ~100k-parameter policy); the policy's forward and
-forward + backward passes over one iteration's observations (FLOPs from XLA's cost analysis); and
-a dense float32 `n x n` matmul, the machine's reference rate R. The FLOP lower bounds count only
-the network evaluations the design must make, on live states; a bound in seconds is FLOPs / R.
-Each arm's iteration is also timed with the finiteness guards folded away (`loop.all_finite` a
-constant while it is traced), so the guards' cost is a ratio from the same run. Also timed: the policy inputs (`tokens`, `afterstate`, `lookahead`), packed against dense
-afterstates, and 16 to 1,024 episodes per iteration. `--quick` runs tiny sizes. See
+One interleaved run times: one jitted training iteration per arm (outcome, and mc with K = 4, on
+default MAD), with and without its finiteness guards; the policy's forward and backward passes
+(FLOPs from XLA's cost analysis); and a dense float32 matmul, the reference rate R. The FLOP lower
+bounds count only the network evaluations the design must make; a bound in seconds is FLOPs / R.
+Also: the policy inputs, packed against dense afterstates, and 16 to 1,024 episodes per iteration. `--quick` runs tiny sizes. See
 docs/benchmarks.md#jaxcredit-bench-train.
 
 Shape letters: B episodes per iteration, T turns, L observation length.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import re
 import tokenize
 from pathlib import Path
@@ -286,6 +287,24 @@ def test_the_main_job_runs_at_least_eight_paired_seeds():
     from jaxcredit.train import get_preset
 
     assert get_preset("quick").base["num_seeds"] >= 8
+
+
+def test_the_main_job_runs_at_the_settings_its_tuning_record_chose(monkeypatch):
+    """quick names a committed tuning.json made by `quick-tuning` (same task, arms and budget), and
+    every cell runs at the record's chosen point."""
+    from jaxcredit.train import get_preset
+
+    monkeypatch.chdir(ROOT)
+    quick, tuning = get_preset("quick"), get_preset("quick-tuning")
+    assert quick.tuned == "docs/results/quick-tuning.json" and quick.tune is None
+    assert (tuning.base, tuning.arms, tuning.tune_budget) == (quick.base, quick.arms, quick.budgets["attempts"])
+    record = json.loads((ROOT / quick.tuned).read_text())
+    assert set(record["arms"]) == set(quick.arms)
+    for (regime, arm), config in quick.cell_configs().items():
+        for field, value in record["arms"][arm]["overrides"].items():
+            name = field.removeprefix("credit_options.")
+            actual = getattr(config.credit_options, name) if name != field else getattr(config, field)
+            assert actual == value, (regime, arm, field)
 
 
 def test_every_results_page_opens_with_its_findings():

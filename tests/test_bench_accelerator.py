@@ -118,7 +118,7 @@ def test_cli_needs_out_and_accelerator_is_not_in_all(tmp_path, capsys):
     assert main(["bench", "accelerator", "--quick"]) == 2
     assert "bench accelerator needs --out FILE" in capsys.readouterr().err
     assert main(["bench", "envs", "--out", str(tmp_path / "x.json")]) == 2
-    assert "--out and --time-cap are options of bench accelerator only" in capsys.readouterr().err
+    assert "--out and --time-cap are options of bench accelerator and bench tune only" in capsys.readouterr().err
     assert main(["bench", "accelerator", "--out", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
     ran = []

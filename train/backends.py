@@ -7,8 +7,9 @@ need the equal-attempts totals). The Ray backend (optional extra `jaxcredit[ray]
 as one `ray.remote` task with its config as JSON and the sweep's plugins; every node needs
 jaxcredit installed and the sweep directory on a shared filesystem. Every worker computes with the
 driver's program: Ray starts from the directory holding the driver's package, and each task
-refuses to run under another program (`jaxcredit.program.program_record`). See
-docs/scale-out.md#ray-for-sweeps-bigger-than-one-machine.
+refuses to run under another program (`jaxcredit.program.program_record`). A population cell
+(`population_cells`) trains several cells as one program (`jaxcredit.train.population`), here or
+as one task. See docs/scale-out.md#ray-for-sweeps-bigger-than-one-machine.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from jaxcredit.program import program_record
 from jaxcredit.timing import timed_cell
 from jaxcredit.train.config import TrainConfig, config_from_dict
 from jaxcredit.train.driver import run_training
+from jaxcredit.train.population import population_key, run_population
 from jaxcredit.train.rundir import evaluation_progress
 
 BACKENDS = ("local", "ray")
@@ -47,11 +49,38 @@ class Cell(NamedTuple):
     log: tuple = ()  # tracking backends (`jaxcredit.tracking`)
     match_on: str = "env_steps"
     stop_after_evals: int | None = None  # a tuning run paused at a rung (`jaxcredit.train.tuning`)
+    members: tuple = ()  # a population (`population_cells`): these cells trained as one program
+
+
+def population_cells(cells: list[Cell]) -> list[Cell]:
+    """`cells` with those that can train as one population (`jaxcredit.train.population`: equal
+    configs but for `VARYING_FIELDS`, the same `stop_after_evals`, not matched) gathered into one
+    cell each, whose `members` they are, placed where its first member was; a cell alone stays as
+    it is. A population cell's result is `{member key: summary}`."""
+    groups: dict = {}
+    for cell in cells:
+        key = None if cell.targets is not None else (population_key(cell.config), cell.stop_after_evals)
+        groups.setdefault(key if key is not None else id(cell), []).append(cell)
+    out = []
+    for group in groups.values():
+        first = group[0]
+        out.append(first if len(group) == 1 else first._replace(
+            key=("population", *first.key), label=f"{first.label} population of {len(group)}",
+            members=tuple(group)))
+    return out
 
 
 def run_cell(cell: Cell, *, progress: bool = True):
     """Run one cell here: its summary (a matched cell: `{label_arm: summary}`). The session's wall
     time and machine are appended to the cell's `timing.json` (`jaxcredit.timing`)."""
+    if cell.members:
+        with contextlib.ExitStack() as stack:  # each member's timing.json records the population's session
+            for member in cell.members:
+                stack.enter_context(timed_cell(member.out, resumed=member.resume))
+            summaries = run_population([m.config for m in cell.members], [m.out for m in cell.members],
+                                       resume=[m.resume for m in cell.members], progress=progress, label=cell.label,
+                                       log=cell.log, stop_after_evals=cell.stop_after_evals)
+        return {member.key: summary for member, summary in zip(cell.members, summaries)}
     with timed_cell(cell.out, resumed=cell.resume):
         if cell.targets is not None:
             from jaxcredit.train.matched import run_matched
@@ -82,8 +111,13 @@ def run_cells(cells: list[Cell], *, backend: str = "local", ray_address: str | N
     check_backend(backend)
     plugins = load_plugins(plugins)
     if backend == "local":
-        return {cell.key: run_cell(cell, progress=progress) for cell in cells}
-    return _run_cells_ray(cells, address=ray_address, progress=progress, plugins=plugins)
+        results = {cell.key: run_cell(cell, progress=progress) for cell in cells}
+    else:
+        results = _run_cells_ray(cells, address=ray_address, progress=progress, plugins=plugins)
+    for cell in cells:  # a population's result is its members'
+        if cell.members:
+            results.update(results.pop(cell.key))
+    return results
 
 
 def _import_ray():
@@ -138,8 +172,7 @@ def _run_cells_ray(cells: list[Cell], *, address: str | None, progress: bool = T
         board = ray.remote(num_cpus=0)(_Board).remote()
         remote_run = ray.remote(num_cpus=1)(_run_cell)
         # the config travels as JSON: a plugin's options class unpickles only once the plugin is imported
-        cell_of = {remote_run.remote(cell._replace(config=cell.config.to_dict(), out=os.path.abspath(cell.out)),
-                                     plugins, board, program_record(), _driver_path()): cell
+        cell_of = {remote_run.remote(_as_json(cell), plugins, board, program_record(), _driver_path()): cell
                    for cell in cells}
         summaries, failures, pending, shown = {}, {}, list(cell_of), None
         began = shown_at = time.monotonic()
@@ -194,13 +227,23 @@ def _driver_path() -> list[str]:
     return [os.path.abspath(entry or os.curdir) for entry in sys.path]
 
 
+def _as_json(cell: Cell) -> Cell:
+    """`cell` (and its members) with the config as JSON and the directory absolute, as a task gets it."""
+    return cell._replace(config=cell.config.to_dict(), out=os.path.abspath(cell.out),
+                         members=tuple(_as_json(member) for member in cell.members))
+
+
+def _from_json(cell: Cell) -> Cell:
+    return cell._replace(config=config_from_dict(cell.config), members=tuple(map(_from_json, cell.members)))
+
+
 def _run_cell(cell: Cell, plugins: tuple, board, driver_program: dict, driver_path: list):
     check_program(driver_program, program_record())
     sys.path.extend(entry for entry in driver_path if entry not in sys.path)  # after the package's own
     load_plugins(plugins)
     board.start.remote(cell.label)
     # workers run quiet: the driver prints one progress line
-    return run_cell(cell._replace(config=config_from_dict(cell.config)), progress=False)
+    return run_cell(_from_json(cell), progress=False)
 
 
 def cell_progress(cell: Cell) -> str:

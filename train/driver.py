@@ -36,7 +36,7 @@ from jaxcredit.rundir_io import RunLock, check_writable_dir, evaluation_families
 from jaxcredit.sharding import batch_mesh
 from jaxcredit.tracking import check_trackers, open_trackers
 from jaxcredit.train.config import MAX_BUDGET, TrainConfig, config_from_dict
-from jaxcredit.train.guards import check_credit_shapes, checkpointed, stop_if_nonfinite
+from jaxcredit.train.guards import check_credit_shapes, checkpointed, restored, stop_if_nonfinite
 from jaxcredit.train.loop import Trainer, budget_count, make_train
 from jaxcredit.train.rundir import RunDir, read_json, read_jsonl, write_json_atomic, write_jsonl_atomic
 from jaxcredit.validation import require_float, require_int
@@ -450,8 +450,8 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
     state = _replicated(init(seeds), config.shard_devices)
 
     if info is not None:
-        restored, info = run.restore_checkpoint("latest", checkpointed(state))
-        state = restored.replace(nonfinite=state.nonfinite)  # laid out as a fresh state's: one compile
+        checkpoint, info = run.restore_checkpoint("latest", checkpointed(state))
+        state = restored(checkpoint, state)  # laid out as a fresh state's: one compile
         rows = _resumed_rows(run, info, state, config)
         start, best = info["eval_index"] + 1, info["best_success"]
     if _is_writer():  # only now: a directory refused above is left exactly as it was

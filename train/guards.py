@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import struct
 
 from jaxcredit.arm_registry import CreditArm, CreditResult, credit_arm
 from jaxcredit.rundir_io import FAILED_FILE, write_json_atomic
-from jaxcredit.train.loop import NONFINITE, Trainer
+from jaxcredit.train.loop import NONFINITE, Trainer, TrainState
 
 
 class CreditShapeError(ValueError):
@@ -91,9 +93,35 @@ def check_credit_shapes(trainer: Trainer) -> None:
     _CHECKED.add(key)
 
 
-def checkpointed(state):
-    """`state` as checkpoints hold it: without the `nonfinite` flag (a fresh start's is restored)."""
-    return state.replace(nonfinite=None)
+@struct.dataclass
+class Checkpoint:
+    """The training state as a checkpoint holds it: `TrainState`'s fields but its `hyperparams`
+    (the run's config holds them), `nonfinite` always None. Orbax records the field names, so this
+    is the one pytree every checkpoint has, whether its run trained alone or in a population."""
+
+    params: Any
+    opt_state: Any
+    ledger: Any
+    iteration: Any
+    seed: Any
+    last_iteration_env_steps: Any
+    prepared: Any = None
+    nonfinite: Any = None
+
+
+def checkpointed(state: TrainState) -> Checkpoint:
+    """`state` as checkpoints hold it (`Checkpoint`)."""
+    return Checkpoint(params=state.params, opt_state=state.opt_state, ledger=state.ledger, iteration=state.iteration,
+                      seed=state.seed, last_iteration_env_steps=state.last_iteration_env_steps,
+                      prepared=state.prepared)
+
+
+def restored(checkpoint: Checkpoint, fresh: TrainState) -> TrainState:
+    """The state a `checkpoint` restores to: its fields, with `fresh`'s `nonfinite` flag and
+    `hyperparams`, laid out as a fresh state's (a resumed run compiles nothing new)."""
+    return fresh.replace(params=checkpoint.params, opt_state=checkpoint.opt_state, ledger=checkpoint.ledger,
+                         iteration=checkpoint.iteration, seed=checkpoint.seed,
+                         last_iteration_env_steps=checkpoint.last_iteration_env_steps, prepared=checkpoint.prepared)
 
 
 def stop_if_nonfinite(run, config, state, to_host, *, writer: bool) -> None:

@@ -51,6 +51,21 @@ class TrainState:
     prepared: Any = None  # the credit arm's fixed state from its `prepare` (predictor: model and summary)
     nonfinite: Any = None  # int32 []: 0 while every iteration was finite, else 1 + NONFINITE's index of
     # what went non-finite first; never checkpointed (`guards.checkpointed`), so old checkpoints restore
+    hyperparams: Any = None  # `Hyperparams`: this member's learning rate and entropy bonus, traced; never
+    # checkpointed either (`guards.Checkpoint`: its run's config holds them)
+
+
+@struct.dataclass
+class Hyperparams:
+    """The settings a population's members may differ in (`jaxcredit.train.population`), as arrays
+    (float32 `[]` per member): traced inputs of the update, so one compiled program trains every
+    member. `TRACED_FIELDS` names them after their `TrainConfig` fields."""
+
+    learning_rate: jax.Array
+    entropy_coef: jax.Array
+
+
+TRACED_FIELDS = tuple(f.name for f in dataclasses.fields(Hyperparams))
 
 
 NONFINITE = ("credit", "gradient", "parameters")  # what the update checks, in order; `TrainState.nonfinite`
@@ -66,11 +81,13 @@ def all_finite(tree) -> jax.Array:
 class Trainer:
     """The pure functions of one configuration. Build with `make_train(config)`.
 
-    `init(seed) -> TrainState`, `iterate(state) -> state`, `run_until(state, main_episodes_limit,
-    total_env_steps_limit, total_policy_evals_limit) -> state` (iterate while the ledger is below all
-    three), `evaluate(params) -> metrics`,
+    `init(seed, hyperparams=None) -> TrainState`, `iterate(state) -> state`, `run_until(state,
+    main_episodes_limit, total_env_steps_limit, total_policy_evals_limit) -> state` (iterate while
+    the ledger is below all three), `evaluate(params) -> metrics`,
     `train(seed) -> (state, metrics [num_evals + 1])`: the whole run, evaluating before training
-    and at each `budget * j / num_evals`. All are jittable and vmappable over `seed`.
+    and at each `budget * j / num_evals`. All are jittable and vmappable over `seed` (and over
+    `hyperparams`: the learning rate and entropy bonus the update reads from the state, so a
+    population of settings shares one program; `jaxcredit.train.population`).
     """
 
     config: TrainConfig
@@ -95,7 +112,20 @@ class Trainer:
 
     @property
     def optimizer(self) -> optax.GradientTransformation:
-        return optax.chain(optax.clip_by_global_norm(self.config.max_grad_norm), optax.adam(self.config.learning_rate))
+        return self.optimizer_at(self.config.learning_rate)
+
+    def optimizer_at(self, learning_rate) -> optax.GradientTransformation:
+        """Gradient clipping then Adam at `learning_rate` (a float, or float32 `[]` traced).
+
+        `optax.adam` scales by a constant learning rate with a stateless `scale`, so the state's
+        pytree is the same for a float and a traced array (a checkpoint restores under either), and
+        the update multiplies by the same float32 value: a run's numbers do not depend on which."""
+        return optax.chain(optax.clip_by_global_norm(self.config.max_grad_norm), optax.adam(learning_rate))
+
+    @property
+    def hyperparams(self) -> Hyperparams:
+        """The config's `Hyperparams` (float32 `[]` each): what `init` puts in a state by default."""
+        return Hyperparams(**{name: jnp.float32(getattr(self.config, name)) for name in TRACED_FIELDS})
 
     def thresholds(self) -> list[int]:
         """The budget-counter values at which the run evaluates (the last is the budget)."""
@@ -113,10 +143,10 @@ class Trainer:
         return None if self.config.shard_devices == 1 else batch_sharding(self.config.shard_devices)
 
     # ----- the run -----
-    def init(self, seed: jax.Array) -> TrainState:
-        """Fresh parameters for `seed` (int32 `[]`), an empty ledger, iteration 0; for an arm with a
-        `prepare` (predictor), its one-time work (given the validation set), charged to the ledger
-        here and kept as `prepared`."""
+    def init(self, seed: jax.Array, hyperparams: Hyperparams | None = None) -> TrainState:
+        """Fresh parameters for `seed` (int32 `[]`), an empty ledger, iteration 0, `hyperparams`
+        (None: the config's); for an arm with a `prepare` (predictor), its one-time work (given the
+        validation set), charged to the ledger here and kept as `prepared`."""
         params = self.networks.init_fn(initial_params_key(seed))
         ledger, prepared = init_ledger(), None
         arm = credit_arm(self.config.credit)
@@ -129,7 +159,8 @@ class Trainer:
         return TrainState(params=params, opt_state=self.optimizer.init(params), ledger=ledger,
                           iteration=jnp.zeros((), jnp.int32), seed=jnp.asarray(seed, jnp.int32),
                           last_iteration_env_steps=jnp.zeros((), jnp.int32), prepared=prepared,
-                          nonfinite=jnp.zeros((), jnp.int32))
+                          nonfinite=jnp.zeros((), jnp.int32),
+                          hyperparams=self.hyperparams if hyperparams is None else hyperparams)
 
     def draw_problem(self, key: jax.Array):
         """One training problem (the training part only, `holdout.sample_in_split`; the whole space
@@ -171,8 +202,11 @@ class Trainer:
         """One iteration: main attempts, credit, one policy update (`ppo_epochs` epochs).
 
         It also checks that the credit, every epoch's gradient and the new parameters are finite
-        (one boolean reduction each); the first that is not sets `nonfinite`, which ends `run_until`."""
+        (one boolean reduction each); the first that is not sets `nonfinite`, which ends `run_until`.
+        The learning rate and entropy bonus are the state's `hyperparams` (the config's without)."""
         c = self.config
+        hyperparams = self.hyperparams if state.hyperparams is None else state.hyperparams
+        optimizer = self.optimizer_at(hyperparams.learning_rate)
         problems, trajectory, main_counts, label_key = self.play(state)
         ledger = record(state.ledger, main_counts, account="main")
         result, ledger = self.credit(state.params, trajectory, problems, label_key, ledger, prepared=state.prepared)
@@ -181,8 +215,9 @@ class Trainer:
 
         def epoch(carry, _):
             params, opt_state, finite = carry
-            grads = self.gradient(params, trajectory, advantage, critic_batch, action_values)
-            updates, opt_state = self.optimizer.update(grads, opt_state, params)
+            grads = self.gradient(params, trajectory, advantage, critic_batch, action_values,
+                                  entropy_coef=hyperparams.entropy_coef)
+            updates, opt_state = optimizer.update(grads, opt_state, params)
             return (optax.apply_updates(params, updates), opt_state, finite & all_finite(grads)), None
 
         (params, opt_state, grads_finite), _ = jax.lax.scan(
@@ -282,11 +317,12 @@ class Trainer:
         return min(steps, max(32, -(-steps // 8)))
 
     def _step_objective(self, params, observation, legal_action_mask, action, old_log_prob, advantage,
-                        action_values):
+                        action_values, entropy_coef):
         """float32 `[...]`: `x_t`, each step's term of the loss before weighting (see `loss`).
 
         `observation` int32 `[..., L]`, `legal_action_mask` bool `[..., A]`, `action` int32 `[...]`,
-        `old_log_prob` and `advantage` float32 `[...]`, `action_values` float32 `[..., A]` or None.
+        `old_log_prob` and `advantage` float32 `[...]`, `action_values` float32 `[..., A]` or None,
+        `entropy_coef` a float or float32 `[]`.
         """
         c = self.config
         log_probs = log_probabilities(self.policy_fn(params, observation, legal_action_mask), legal_action_mask)
@@ -301,7 +337,7 @@ class Trainer:
                                           temperature=c.objective_temperature)
             surrogate = -step_loss
         entropy = -jnp.sum(jnp.where(legal_action_mask, jnp.exp(log_probs) * log_probs, 0.0), axis=-1)
-        return surrogate + c.entropy_coef * entropy
+        return surrogate + entropy_coef * entropy
 
     def step_weights(self, trajectory: Trajectory, action_values: jax.Array | None = None) -> jax.Array:
         """float32 `[B, T]`: `w_t >= 0` with the policy part of the loss `-Σ_t w_t x_t`; 0 on the steps
@@ -329,7 +365,7 @@ class Trainer:
         return critic_loss(self.value_fn, params, tuple(batch), coef)
 
     def loss(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch,
-             action_values: jax.Array | None = None) -> jax.Array:
+             action_values: jax.Array | None = None, *, entropy_coef=None) -> jax.Array:
         """Policy-gradient loss over live steps (PPO-clipped when `clip_epsilon > 0`), minus the
         entropy bonus, plus the critic's squared error when training a critic (`critic_batch`:
         `(observation [M, L], mask [M, A], target [M], valid [M], coef)`, as `advantages` gives it).
@@ -349,19 +385,22 @@ class Trainer:
         action-level credit by episode length (the length bias DAPO, Yu et al. 2025, removes the
         same way). Both are `-Σ_t w_t x_t` with `step_weights`.
 
+        `entropy_coef` (a float or float32 `[]`; None: the config's) weighs the entropy bonus.
+
         This evaluates the network at every step slot, live or not; the update uses `gradient`,
         which gives the same gradient from the counted steps alone.
         """
+        entropy_coef = self.config.entropy_coef if entropy_coef is None else entropy_coef
         weights = self.step_weights(trajectory, action_values)
         x = self._step_objective(params, trajectory.observation, trajectory.legal_action_mask, trajectory.action,
-                                 trajectory.log_prob, advantage, action_values)
+                                 trajectory.log_prob, advantage, action_values, entropy_coef)
         loss = -jnp.sum(jnp.where(weights > 0, weights * x, 0.0))
         if critic_batch is not None:
             loss = loss + self._critic_loss(params, critic_batch)
         return loss
 
     def gradient(self, params, trajectory: Trajectory, advantage: jax.Array, critic_batch,
-                 action_values: jax.Array | None = None):
+                 action_values: jax.Array | None = None, *, entropy_coef=None):
         """The gradient of `loss` with respect to `params`, computed on the counted steps only.
 
         The steps with a nonzero weight (`step_weights`) are gathered to the front and the
@@ -369,10 +408,12 @@ class Trainer:
         `lax.while_loop` that stops after the last counted step: the ended episodes' padding
         (most step slots once a policy finishes its episodes early) costs no forward or backward
         pass. Equal to `jax.grad(loss)` up to float summation order (tested). With the batch
-        sharded over devices it is `jax.grad(loss)` itself.
+        sharded over devices it is `jax.grad(loss)` itself. `entropy_coef` as in `loss`.
         """
+        entropy_coef = self.config.entropy_coef if entropy_coef is None else entropy_coef
         if self.batch_sharding is not None:
-            return jax.grad(self.loss)(params, trajectory, advantage, critic_batch, action_values)
+            return jax.grad(self.loss)(params, trajectory, advantage, critic_batch, action_values,
+                                       entropy_coef=entropy_coef)
         weights = self.step_weights(trajectory, action_values).reshape(-1)
         chunk = self.gradient_chunk
         total_steps = weights.shape[0]
@@ -384,7 +425,7 @@ class Trainer:
 
         def chunk_loss(p, index, weight):
             taken = {name: None if x is None else x[index] for name, x in steps.items()}
-            x = self._step_objective(p, **taken)
+            x = self._step_objective(p, **taken, entropy_coef=entropy_coef)
             return -jnp.sum(jnp.where(weight > 0, weight * x, 0.0))
 
         def body(carry):

@@ -1,4 +1,4 @@
-"""Named sweeps (`get_preset`): `quick`, `mad-study`, `arithmetic-study`, `density-study`,
+"""Named sweeps (`get_preset`): `quick` (its settings from `quick-tuning`), `mad-study`, `arithmetic-study`, `density-study`,
 `density-fixed`, `mad-study-tuned` and `decorative-study`.
 
 Every preset runs the regimes `attempts` (equal main attempts) and `fixed-steps` (a fixed cap on
@@ -6,8 +6,7 @@ total env steps), and most also `matched` (the outcome arm given exactly each la
 steps, seed by seed: one shared outcome run as long as the largest). The matched outcome run is
 what makes a study long: its length is the label arms' label work, in outcome iterations. Each
 preset's `description` and `cpu_minutes` (run times on a 2-core CPU) say what it runs and how long
-it takes. Sweeps written with the old arm name `exact-uniform` (now `solver-uniform`) read under
-it; resuming one is refused with the new name. What each preset compares, and its results: see
+it takes. What each preset compares, and its results: see
 docs/training.md#presets.
 """
 
@@ -113,17 +112,27 @@ _MAD_STUDY = SweepSpec(
                 "points new), attempts about 6 hours (15 seeds), fixed-steps about 3 hours, matched 8-16 hours",
 )
 
+# quick: a 4-cell MAD tape (32 problems, every one trained and evaluated) and a small network, so
+# both arms learn within the README's few minutes; each arm runs at the point `quick-tuning` chose
+QUICK_MAD = {"length": 4, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 6}
+QUICK_NETWORK = {"d_model": 32, "num_layers": 1, "num_heads": 2, "mlp_dim": 64}
+QUICK_TUNING_RECORD = "docs/results/quick-tuning.json"
+_QUICK = SweepSpec(
+    name="quick",
+    description="tiny MAD (4 cells, every problem trained on), outcome vs mc (K=2), three regimes, 8 paired seeds, "
+                "each arm at its tuned setting",
+    base={"env": "mad", "env_overrides": QUICK_MAD, **QUICK_NETWORK, "holdout_fraction": 0.0,
+          "learning_rate": 3e-3, "num_seeds": 8, "num_evals": 6, "eval_problems": 64, "problems_per_iteration": 16,
+          "attempts_per_problem": 4},
+    arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 2}},
+    budgets={"attempts": 4_000, "fixed-steps": 80_000},
+    tuned=QUICK_TUNING_RECORD,
+    cpu_minutes="1m52s for the README's first command on a fresh clone, install included (22 s from a local "
+                "wheel mirror), on a 2-core Intel Xeon with a study running beside it (docs/results.md#the-quick-sweep)",
+)
+
 PRESETS: dict[str, SweepSpec] = {
-    "quick": SweepSpec(
-        name="quick",
-        description="small MAD, outcome vs mc (K=2), three regimes, 8 paired seeds",
-        base={"env": "mad", "env_overrides": _SMALL_MAD, "learning_rate": 3e-3, "num_seeds": 8,
-              "num_evals": 6, "eval_problems": 64, "problems_per_iteration": 16, "attempts_per_problem": 4},
-        arms={"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 2}},
-        budgets={"attempts": 3_000, "fixed-steps": 80_000},
-        cpu_minutes="5m42s for the README's first command, install (from pip's cache) included, on a 2-core Intel "
-                    "Xeon with other jobs at a 1-minute load of 1.1-1.6 (docs/results.md#the-quick-sweep)",
-    ),
+    "quick": _QUICK,
     "mad-study": _MAD_STUDY,
     "arithmetic-study": SweepSpec(
         name="arithmetic-study",
@@ -195,6 +204,14 @@ PRESETS["mad-study-tuned"] = dataclasses.replace(
                 "two at a time (mad-study's attempts cells, 5 seeds, took 12-52 minutes per arm), the study's "
                 "cells about 3 hours, and the matched outcome run to exact's ~23M env steps per seed 7-8 hours "
                 "on its own")
+
+# quick's tuning: its arms on the equal-tuning grid, 5 tuning seeds, scored by area; its tuning.json
+# is QUICK_TUNING_RECORD, which quick names
+PRESETS["quick-tuning"] = dataclasses.replace(
+    _QUICK, name="quick-tuning", tuned="", regimes=("attempts",), tune={**EQUAL_TUNING, "num_seeds": 5},
+    description="quick's arms tuned on the equal-tuning grid (learning rate x entropy bonus, outcome also its "
+                "baseline; 5 tuning seeds, area score, edges extended) at quick's attempts budget",
+    cpu_minutes="35 tuning runs of 5 seeds, 20-45 s each on a 2-core CPU beside a study, then quick's attempts cells")
 
 PRESETS["decorative-study"] = SweepSpec(
     name="decorative-study",

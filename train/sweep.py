@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+import jaxcredit
 from jaxcredit.arm_registry import dotted_options
 from jaxcredit.comparison import (
     arm_credits,
@@ -54,10 +55,10 @@ from jaxcredit.rundir_io import (
     write_text_atomic,
 )
 from jaxcredit.tracking import check_trackers
-from jaxcredit.train.backends import Cell, backend_session, check_backend, run_cells
+from jaxcredit.train.backends import Cell, backend_session, check_backend, population_cells, run_cells
 from jaxcredit.train.config import config_from_dict
 from jaxcredit.train.rundir import read_json, read_jsonl, write_json_atomic
-from jaxcredit.train.tuning import check_tune, point_name, tune_points, tune_seeds, tuning_plan
+from jaxcredit.train.tuning import RUN_FIELDS, check_tune, point_name, tune_points, tune_seeds, tuning_plan
 
 # Old arm names of the named presets (old -> new): a sweep directory written under an old name
 # keeps it (reports and comparisons read the names from its sweep_spec.json); resuming it is
@@ -170,10 +171,13 @@ class SweepSpec:
         when the file is missing or does not choose a setting for every arm."""
         if not self.tuned:
             return None
-        if not os.path.isfile(self.tuned):
+        path = self.tuned
+        if not os.path.isabs(path) and not os.path.isfile(path):  # a committed record: from the repository root
+            path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(jaxcredit.__file__))), path)
+        if not os.path.isfile(path):
             raise ValueError(f"sweep {self.name}: its tuning record {self.tuned} does not exist (run from the "
                              "repository root)")
-        arms = read_json(self.tuned).get("arms", {})
+        arms = read_json(path).get("arms", {})
         missing = [arm for arm in self.arms if "overrides" not in arms.get(arm, {})]
         if missing:
             raise ValueError(f"sweep {self.name}: its tuning record {self.tuned} chooses no setting for {missing}")
@@ -290,10 +294,13 @@ def spec_record(spec: SweepSpec, num_seeds: int | None) -> dict:
 
 
 def _design(spec_dict: dict) -> dict:
-    """A `sweep_spec.json` dict without its `DOC_FIELDS`: what must match for `--resume`; the arms'
-    options in one spelling (`credit_options.NAME`), so a sweep written with older flat field
-    names resumes under the current ones."""
+    """A `sweep_spec.json` dict without its `DOC_FIELDS` and the tuning's `RUN_FIELDS` (how its
+    runs are run: a population or not): what must match for `--resume`; the arms' options in one
+    spelling (`credit_options.NAME`), so a sweep written with older flat field names resumes under
+    the current ones."""
     design = {k: v for k, v in spec_dict.items() if k not in DOC_FIELDS}
+    if isinstance(design.get("tune"), dict):
+        design["tune"] = {k: v for k, v in design["tune"].items() if k not in RUN_FIELDS}
     base, arms = design.get("base", {}), design.get("arms", {})
     try:
         design["arms"] = {arm: dotted_options(fields, {**base, **fields}.get("credit", "outcome"))
@@ -308,7 +315,9 @@ def run_tuning(spec: SweepSpec, out: str, *, backend: str = "local", ray_address
     """Run the tuning phase of `spec` into `out/tune/` until its plan (`SweepSpec.tuning_plan`) needs
     no more runs; returns the `tuning.json` record. Each pass runs the plan's pending runs through
     the backend, each to the evaluation its rung ends at (resumed where its directory exists), so
-    an interrupted phase resumes from whatever its runs hold."""
+    an interrupted phase resumes from whatever its runs hold. With `tune.population`, an arm's
+    pending runs that share one program train as one population (`backends.population_cells`),
+    each in its own directory."""
     previous = None
     while True:
         plan = spec.tuning_plan(out)
@@ -325,6 +334,8 @@ def run_tuning(spec: SweepSpec, out: str, *, backend: str = "local", ray_address
             cells.append(Cell(("tune", run.arm, run.run), config, path, os.path.isdir(path),
                               f"tune/{run.arm}/{run.run}", log=log,
                               stop_after_evals=None if run.evals >= config.num_evals else run.evals))
+        if spec.tune.get("population", False):
+            cells = population_cells(cells)
         run_cells(cells, backend=backend, ray_address=ray_address, progress=progress, plugins=plugins)
 
 

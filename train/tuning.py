@@ -3,7 +3,8 @@
 A sweep's `tune` is a JSON object (fields in `TUNE_FIELDS`): the `grid` shared by every arm (dotted
 names as `jaxcredit.overrides.apply_overrides` takes them), `arm_grid` (extra axes for one arm),
 tuning seeds of their own, a `budget` of main attempts, the `score` (`area` or `final`), the `rule`
-(`grid` or successive `halving`) and `extend` (how often an axis may be extended outward).
+(`grid` or successive `halving`), `extend` (how often an axis may be extended outward) and
+`population` (an arm's pending points that share one program train as one population).
 `tuning_plan` is a pure function of the spec and the tuning runs recorded under `OUT/tune/`
 (`tune/<arm>/p<k>`): which runs must reach which evaluation next, or, once none must, the record
 `tuning.json` holds. A sweep runs the plan's runs, then asks again, so a tuning phase resumes from
@@ -32,7 +33,9 @@ from jaxcredit.train.tuning_rules import (
     rung_evals,
 )
 
-TUNE_FIELDS = ("grid", "arm_grid", "num_seeds", "seed", "budget", "score", "rule", "eta", "rungs", "extend")
+TUNE_FIELDS = ("grid", "arm_grid", "num_seeds", "seed", "budget", "score", "rule", "eta", "rungs", "extend",
+               "population")
+RUN_FIELDS = ("population",)  # how the tuning runs are run, not what they compute: resuming may change them
 DEFAULT_TUNE_SEEDS, DEFAULT_TUNE_SEED = 3, 1000
 DEFAULT_SCORE, DEFAULT_ETA, DEFAULT_RUNGS, DEFAULT_EXTEND = "area", 3, 3, 3
 TUNE_METRIC = "validation_success_greedy"
@@ -70,6 +73,8 @@ def check_tune(tune: dict, arms) -> None:
         value = tune.get(field)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < low):
             raise ValueError(f"tune.{field} must be an integer >= {low}, got {value!r}")
+    if not isinstance(tune.get("population", False), bool):
+        raise ValueError(f"tune.population must be true or false, got {tune['population']!r}")
     if tune.get("rule", "grid") != "halving" and ("eta" in tune or "rungs" in tune):
         raise ValueError("tune.eta and tune.rungs belong to rule 'halving'")
 
