@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxcredit.env import MAX_TURNS, Environment, State, compiled_method, tree_select
+from jaxcredit.env import MAX_TURNS, Environment, HiddenVariable, State, compiled_method, tree_select
 from jaxcredit.env_registry import register_environment
 from jaxcredit.envs.arithmetic_reference import ArithmeticReference
 from jaxcredit.envs.problems import FAMILIES, OPS, ArithmeticProblem, apply_op, get_family
@@ -137,6 +137,16 @@ class Arithmetic(Environment):
         from jaxcredit.envs.text_protocol import ArithmeticText
 
         return ArithmeticText(self)
+
+    def hidden_variables(self) -> dict[str, HiddenVariable]:
+        """`turns_left` (hidden unless `include_turns_left`) and `undo_target`, the position UNDO
+        returns to: the observation shows the live values, never the path; the prompt's history does."""
+        return {
+            "turns_left": HiddenVariable("the turns left", hidden={"include_turns_left": False},
+                                         shown={"include_turns_left": True}, text_shows=True),
+            "undo_target": HiddenVariable("the position UNDO returns to (the observation shows the live values, "
+                                          "not the path of combinations)", hidden={}, shown=None, text_shows=True),
+        }
 
     def problem_to_json(self, problem: ArithmeticProblem) -> dict:
         """`{"numbers": [...], "target": t}`."""

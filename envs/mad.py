@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxcredit.env import MAX_TURNS, Environment, State
+from jaxcredit.env import MAX_TURNS, Environment, HiddenVariable, State
 from jaxcredit.env_registry import register_environment
 from jaxcredit.envs.mad_reference import MadReference
 from jaxcredit.validation import require_int
@@ -139,6 +139,12 @@ class MadSelectiveCopy(Environment):
         from jaxcredit.envs.text_protocol import MadText
 
         return MadText(self)
+
+    def hidden_variables(self) -> dict[str, HiddenVariable]:
+        """`turns_left`: the observation never shows the clock (no configuration does); the text
+        protocol's prompt does."""
+        return {"turns_left": HiddenVariable("the turns left",
+                                             hidden={}, shown=None, text_shows=True)}
 
     def problem_to_json(self, problem) -> dict:
         """`{"tape": "_ t04 _ ..."}`."""

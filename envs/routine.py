@@ -23,7 +23,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from jaxcredit.env import Environment, State, compiled_method
+from jaxcredit.env import Environment, HiddenVariable, State, compiled_method
 from jaxcredit.env_registry import register_environment
 from jaxcredit.envs.routine_reference import RoutineReference
 from jaxcredit.validation import require_float, require_int
@@ -266,6 +266,16 @@ class Routine(Environment):
     def _position_index(self, problem, st):
         k = jnp.minimum(st.progress, self.horizon - 1)
         return k * (self.max_wrong + 1) + st.wrong
+
+    def hidden_variables(self) -> dict[str, HiddenVariable]:
+        """`cue`: the right action at a decision, hidden by cue `index` (shown by `right`); `wrong`: the
+        wrong decisions so far, which no observation or prompt shows."""
+        return {
+            "cue": HiddenVariable("the right action at a decision turn (cue 'index' shows only the decision's "
+                                  "ordinal)", hidden={"cue": "index"}, shown={"cue": "right"}, text_shows=False),
+            "wrong": HiddenVariable("the wrong decisions so far (no observation shows them)", hidden={}, shown=None,
+                                    text_shows=False),
+        }
 
     # ----- host helpers -----
     def text_protocol(self):

@@ -44,7 +44,7 @@ from jaxcredit.credit import (
     solver_advantage,
     solver_menu_values,
 )
-from jaxcredit.env import Environment, State, tree_select
+from jaxcredit.env import Environment, HiddenVariable, State, tree_select
 from jaxcredit.env_registry import register_environment
 from jaxcredit.ledger import ACCOUNTS, MAX_COUNT, Counts, Ledger, init_ledger, ledger_to_dict, record
 from jaxcredit.objectives import OBJECTIVES, VALUE_OBJECTIVES, objective_loss
@@ -142,6 +142,7 @@ __all__ = [
     "exact_advantage",
     "gae_advantage",
     "Graph",
+    "HiddenVariable",
     "init_ledger",
     "initialize_distributed",
     "Ledger",

@@ -15,7 +15,7 @@ from __future__ import annotations
 import abc
 import dataclasses
 import functools
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -57,6 +57,24 @@ class State:
     def done(self) -> jax.Array:
         """bool `[]`: the episode has ended (terminated or truncated)."""
         return self.terminated | self.truncated
+
+
+class HiddenVariable(NamedTuple):
+    """A state variable the dynamics depend on and an observation can leave out
+    (`Environment.hidden_variables`; docs/analysis.md#text-matched-credit-analysisidentificationpy).
+
+    Attributes:
+      description: what the variable is, in one line.
+      hidden: configuration overrides under which the token observation hides it (`{}`: it always does).
+      shown: overrides under which the token observation shows it, with the same positions and
+        dynamics; None when no configuration shows it.
+      text_shows: whether the text protocol's rendering shows it (under `hidden`).
+    """
+
+    description: str
+    hidden: dict
+    shown: dict | None
+    text_shows: bool
 
 
 def tree_select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
@@ -213,6 +231,11 @@ class Environment(abc.ABC):
         `render_prompt(state)`, `parse(text, state)`, `reply(state, action)`, `step(state, text)` and
         `lenient_reply(text, state)`: `jaxcredit.envs.text_protocol`), or None, the default: no protocol."""
         return None
+
+    def hidden_variables(self) -> dict[str, HiddenVariable]:
+        """Host: the state variables the dynamics depend on that the token observation can hide, by
+        name (what `jaxcredit identify --hide` varies). Default: none declared."""
+        return {}
 
     def problem_to_json(self, problem: Problem) -> dict:
         """Host: one concrete problem as the JSON object a transcript records (`jaxcredit.envs.transcripts`;

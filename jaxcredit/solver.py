@@ -334,6 +334,32 @@ def evaluate_policy(graph: Graph, policy_probs: jax.Array, *, horizon: int) -> V
     return Values(v=v, q=_all_q(graph, v))
 
 
+def visitation(graph: Graph, policy_probs: jax.Array, start: jax.Array, *, horizon: int) -> jax.Array:
+    """float32 `[T + 1, S]`: `d[t, s]`, the probability that an episode from `start` (int32 `[]`)
+    under the policy is live at position `s` with `t` turns left (the exact state distribution).
+
+    The start distribution propagated forward through the policy and the graph: `d[T]` is one at
+    `start`, `d[t - 1, s'] = sum over (s, a) leading to s' without ending of d[t, s] pi_t(a | s)`.
+    `policy_probs` as for `evaluate_policy` (`[S, A]` or `[T + 1, S, A]`; mass on an illegal action
+    is a refusal, which stays at `s`). Row 0 is 0: with no turn left the episode is over. Summed over
+    `s`, row `t` is the chance the episode is still live with `t` turns left, so `d.sum()` is the
+    expected number of steps, and `d[t, s] pi_t(a | s)` the expected visits of `(t, s, a)`.
+    """
+    horizon = check_horizon(horizon)
+    num_positions, num_actions = graph.legal.shape
+    xs, per_turn = _policy_rows(graph, policy_probs, horizon=horizon)
+    rows = xs[::-1] if per_turn else jnp.broadcast_to(policy_probs, (horizon, num_positions, num_actions))
+    targets = graph.next_position.reshape(-1)
+
+    def turn(d, probs):  # d: [S] with t turns left; probs: the policy with t turns left
+        flow = jnp.where(graph.terminal, 0.0, d[:, None] * probs)
+        return jnp.zeros_like(d).at[targets].add(flow.reshape(-1)), d
+
+    first = (jnp.arange(num_positions) == start).astype(jnp.float32)
+    _, live = jax.lax.scan(turn, first, rows)  # rows for t = T, ..., 1
+    return jnp.concatenate([jnp.zeros((1, num_positions), jnp.float32), live[::-1]])
+
+
 def optimal_values(graph: Graph, *, horizon: int) -> Values:
     """`V*` and `Q*` over `horizon` turns left: the best legal action at every position and turn.
 

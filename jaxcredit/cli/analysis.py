@@ -1,6 +1,7 @@
-"""`jaxcredit audit`, `snr`, `rank` and `quality`: measurements of credit labels
+"""`jaxcredit audit`, `snr`, `rank`, `quality` and `identify`: measurements of credit labels
 (`jaxcredit.analysis`) on a policy: a checkpoint, a run directory's seeds, or an untrained network;
-and the predictor arm's label quality at several K before a study fixes it."""
+the predictor arm's label quality at several K before a study fixes it; text-matched credit against
+each state's exact credit."""
 
 from __future__ import annotations
 
@@ -318,3 +319,89 @@ def add_predictor_quality(commands) -> None:
     quality.add_argument("--out", help="write the record (JSON) here")
     quality.add_argument("--json", action="store_true", help="print the record as one JSON object")
     quality.set_defaults(handler=_cmd_predictor_quality)
+
+
+def _identify_setup(args):
+    """`(env, policy_fn, params, description)` of `identify`: the environment configured to hide
+    `--hide`, and the policy `--policy` names (uniform, the untrained network, or a checkpoint)."""
+    from jaxcredit.analysis.identification_exact import hiding_environment
+    from jaxcredit.envs import make
+
+    try:
+        overrides = json.loads(args.env_config) if args.env_config else {}
+    except json.JSONDecodeError:
+        overrides = None
+    if not isinstance(overrides, dict):
+        raise CommandError(f"--env-config must be a JSON object, got {args.env_config!r}")
+    if args.policy not in ("uniform", "untrained"):
+        from jaxcredit.checkpoint import load_policy_checkpoint
+
+        if args.env is not None or overrides:
+            raise CommandError("--policy CHECKPOINT brings its own environment: drop --env and --env-config")
+        try:
+            loaded = load_policy_checkpoint(args.policy, make=make)
+        except FileNotFoundError as error:
+            raise CommandError(f"--policy: {error} (or use uniform, untrained)") from None
+        return loaded.env, loaded.policy_fn, loaded.params, f"checkpoint {loaded.path}"
+    env = make(args.env or "mad", **overrides)
+    if args.hide is not None:
+        hidden = hiding_environment(env, args.hide).config()
+        clash = {name: value for name, value in overrides.items() if hidden.get(name) != value}
+        if clash:
+            raise CommandError(f"--hide {args.hide} sets {', '.join(f'{k}={hidden[k]!r}' for k in clash)}; "
+                               f"--env-config asks for {clash}")
+        overrides = {**overrides, **{name: hidden[name] for name in hidden if hidden[name] != env.config()[name]}}
+        env = make(env.name, **overrides)
+    if args.policy == "uniform":
+        return env, None, None, "uniform policy"
+    from jaxcredit.train.config import TrainConfig
+    from jaxcredit.train.loop import initial_policy
+
+    env, policy_fn, params = initial_policy(TrainConfig(env=env.name, env_overrides=overrides, seed=args.seed,
+                                                        num_seeds=1))
+    return env, policy_fn, params, f"untrained network (initial parameters of seed {args.seed})"
+
+
+def _cmd_identify(args) -> None:
+    from jaxcredit.analysis.identification import identification_markdown
+    from jaxcredit.analysis.identification_exact import run_identification
+
+    env, policy_fn, params, description = _identify_setup(args)
+    problems = env.problem_sample(None, args.problems, args.seed)
+    record = run_identification(env, problems, policy_fn=policy_fn, params=params, policy=description, hide=args.hide,
+                                key=args.key, scope=args.scope)
+    record["problem_seed"] = args.seed
+    if args.out:
+        from jaxcredit.rundir_io import write_json_atomic
+
+        write_json_atomic(args.out, record)
+    if args.json:
+        print_json(record)
+    else:
+        print(identification_markdown(record), end="")
+        print(f"({record['seconds']} s)" + (f"; record in {args.out}" if args.out else ""))
+
+
+def add_identify(commands) -> None:
+    identify = commands.add_parser(
+        "identify", help="text-matched credit, exactly: each visited state's exact Q - V against the mean over the "
+                         "states its observation merges, per action class (no sampling)")
+    identify.add_argument("--env", default=None, help="mad, arithmetic, routine or umbrella (default mad; not with a "
+                                                      "checkpoint)")
+    identify.add_argument("--env-config", help='JSON overrides, e.g. \'{"count": 3}\' (not with a checkpoint)')
+    identify.add_argument("--hide", default=None, metavar="VARIABLE",
+                          help="a state variable the environment declares its observation can hide (an unknown "
+                               "name lists them): measured hidden, and shown where a configuration shows it")
+    identify.add_argument("--policy", default="uniform",
+                          help="uniform (default), untrained (the network a run of seed --seed starts from), or a "
+                               "policy checkpoint (or run directory: its policies/seed-0)")
+    identify.add_argument("--key", default="tokens", choices=["tokens", "text"],
+                          help="what states are matched by: the token observation (default) or the text protocol's "
+                               "prompt")
+    identify.add_argument("--scope", default="problem", choices=["problem", "pool"],
+                          help="match states within each problem (default) or across all problems")
+    identify.add_argument("--problems", type=integer(1), default=32, help="problems (default 32)")
+    identify.add_argument("--seed", type=integer(), default=0, help="seed of the problems and the untrained network")
+    identify.add_argument("--out", help="write the record (JSON) here")
+    identify.add_argument("--json", action="store_true", help="print the record as one JSON object")
+    identify.set_defaults(handler=_cmd_identify)
