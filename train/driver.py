@@ -236,6 +236,23 @@ def evaluation_schedule(config: TrainConfig, schedule=None) -> np.ndarray:
     return schedule
 
 
+def _segment_calls(segment, trainer: Trainer, pace: _Pace, counts, state, done: np.ndarray, target: np.ndarray):
+    """One segment toward the budget counts `target` (`[M]`), in calls sized by `pace`: yields
+    `(state, done, reached)` after each call, `done` the counts `counts(state)` reached and
+    `reached` whether this call's limits were `target` itself (the last call)."""
+    while True:
+        limits = pace.next_limits(done, target)
+        called = time.perf_counter()
+        state = segment(state, *trainer.limits(limits))
+        after = counts(state)
+        pace.observe(after - done, time.perf_counter() - called)
+        done = after
+        reached = bool(np.array_equal(limits, target))
+        yield state, done, reached
+        if reached:
+            return
+
+
 def run_training(config: TrainConfig, out: str, *, resume: bool = False, progress: bool = True,
                  label: str | None = None, stop_after_evals: int | None = None, schedule=None,
                  checkpoint_seconds: float | None = CHECKPOINT_SECONDS, on_evaluation=None, log=()) -> dict:
@@ -479,15 +496,10 @@ def _train(run: RunDir, trainer: Trainer, status: str, schedule: np.ndarray, cus
             started = time.perf_counter() - carried
             target = schedule[:, j - 1]
             done = counts(state)
-            while True:  # the segment, in calls sized by `pace`; `target` itself ends it
-                limits = pace.next_limits(done, target)
-                called = time.perf_counter()
-                state = segment(state, *trainer.limits(limits))
-                after = counts(state)
-                pace.observe(after - done, time.perf_counter() - called)
-                done = after
+            calls = _segment_calls(segment, trainer, pace, counts, state, done, target)
+            for state, done, reached in calls:
                 stop_if_nonfinite(run, config, state, _to_host, writer=_is_writer())  # before anything is saved
-                if np.array_equal(limits, target):
+                if reached:
                     break
                 bar.update(int(done.min()), success, int(np.max(_to_host(state.iteration))))
                 if pace.checkpoint_due():

@@ -42,6 +42,7 @@ from jaxcredit.train.driver import (
     _replicated,
     _resumed_rows,
     _save_policies,
+    _segment_calls,
     _to_host,
     _write_prepared_summary,
     evaluation_schedule,
@@ -347,15 +348,10 @@ def _train(points: list[_Point], pace: _Pace, *, progress: bool, label: str | No
             for point in moving:
                 target[point.members] = schedule[point.members, point.next_eval - 1]
                 started[id(point)] = time.perf_counter() - point.carried
-            while True:  # the segment, in calls sized by `pace`; `target` itself ends it
-                limits = pace.next_limits(done, target)
-                called = time.perf_counter()
-                state = segment(state, *trainer.limits(limits))
-                after = counts(state)
-                pace.observe(after - done, time.perf_counter() - called)
-                done = after
+            calls = _segment_calls(segment, trainer, pace, counts, state, done, target)
+            for state, done, reached in calls:
                 _mark_failed(moving, state, target, done)
-                if np.array_equal(limits, target):
+                if reached:
                     break
                 bar.update(int(done.min()), success, int(np.max(_to_host(state.iteration))))
                 if pace.checkpoint_due():
