@@ -5,8 +5,8 @@ One interleaved run times: one jitted training iteration per arm (outcome, and m
 default MAD), with and without its finiteness guards; the policy's forward and backward passes
 (FLOPs from XLA's cost analysis); and a dense float32 matmul, the reference rate R. The FLOP lower
 bounds count only the network evaluations the design must make; a bound in seconds is FLOPs / R.
-Also: the policy inputs, packed against dense afterstates, and 16 to 1,024 episodes per iteration. `--quick` runs tiny sizes. See
-docs/benchmarks.md#jaxcredit-bench-train.
+Also: the policy inputs, packed against dense afterstates, and 16 to 1,024 episodes per iteration.
+`--quick` runs tiny sizes. See docs/benchmarks.md#jaxcredit-bench-train.
 
 Shape letters: B episodes per iteration, T turns, L observation length.
 """
@@ -23,8 +23,7 @@ import jax.numpy as jnp
 
 from jaxcredit.benchmarks.common import format_rate, machine_description, print_table, time_interleaved
 from jaxcredit.rollout import rollout
-from jaxcredit.train import config_from_dict, make_train
-from jaxcredit.train import loop
+from jaxcredit.train import config_from_dict, loop, make_train
 
 ARMS = {"outcome": {"credit": "outcome"}, "mc": {"credit": "mc", "credit_options.continuations": 4}}
 INPUT_ENVS = {"mad": {"env": "mad"}, "arithmetic": {"env": "arithmetic"}}

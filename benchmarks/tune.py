@@ -6,9 +6,10 @@ the same budget, each point into a fresh run directory: `separate`, one `run_tra
 `run_population` of P x S members. Per side: wall seconds, this process's CPU seconds
 (`time.process_time`, every thread) and compile seconds (JAX's trace, lowering and XLA compile
 events). Each side starts from empty compile caches and pays its own compiles; the sides
-alternate and each keeps its fastest round. The per-seed final successes must agree. `--quick`: tiny MAD, 2 points x 2 seeds; `--sizes`: members per
-population (points x 2 seeds); `--out FILE`, `--time-cap S`: the device script's form
-(`benchmarks/tune_accelerator.sh`). See docs/training.md#population-programs.
+alternate and each keeps its fastest round. The per-seed final successes must agree. `--quick`:
+tiny MAD, 2 points x 2 seeds; `--sizes`: members per population (points x 2 seeds); `--out FILE`,
+`--time-cap S`: the device script's form (`benchmarks/tune_accelerator.sh`). See
+docs/training.md#population-programs.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Named sweeps (`get_preset`): `quick` (its settings from `quick-tuning`), `mad-study`, `arithmetic-study`, `density-study`,
-`density-fixed`, `mad-study-tuned` and `decorative-study`.
+"""Named sweeps (`get_preset`): `quick` (its settings from `quick-tuning`), `mad-study`, `arithmetic-study`,
+`density-study`, `density-fixed`, `mad-study-tuned` and `decorative-study`.
 
 Every preset runs the regimes `attempts` (equal main attempts) and `fixed-steps` (a fixed cap on
 total env steps), and most also `matched` (the outcome arm given exactly each label arm's total env
@@ -128,7 +128,8 @@ _QUICK = SweepSpec(
     budgets={"attempts": 4_000, "fixed-steps": 80_000},
     tuned=QUICK_TUNING_RECORD,
     cpu_minutes="1m52s for the README's first command on a fresh clone, install included (22 s from a local "
-                "wheel mirror), on a 2-core Intel Xeon with a study running beside it (docs/results.md#the-quick-sweep)",
+                "wheel mirror), on a 2-core Intel Xeon with a study running beside it "
+                "(docs/results.md#the-quick-sweep)",
 )
 
 PRESETS: dict[str, SweepSpec] = {
