@@ -86,3 +86,37 @@ def test_phase_estimate_by_hand():
     assert phase_seconds_left(done + running + todo) == pytest.approx((50 + 200 + 2 * 200) / 2)
     assert phase_seconds_left(done + todo) is None  # nothing runs: no pace
     assert phase_seconds_left(running + todo) is None  # nothing finished: no run time to go by
+
+
+def test_status_lists_the_matched_cells_of_every_currency(sweep):
+    spec = json.loads((sweep / "sweep_spec.json").read_text())
+    (sweep / "sweep_spec.json").write_text(json.dumps({**spec, "match_on": ["env_steps", "policy_evals"]}))
+    shutil.copytree(sweep / "matched", sweep / "matched-policy-evals")
+    matched = sweep_status(str(sweep))["phases"][-1]
+    assert [r.label for r in matched["runs"]] == ["matched/outcome", "matched-policy-evals/outcome"]
+    assert "matched: 2 runs: 2 finished" in format_status(sweep_status(str(sweep)))
+
+
+def test_a_grid_listed_out_of_sorted_order_keeps_its_points_numbering(tmp_path):
+    """JSON files are written with sorted keys: `tune_order` keeps the axes' order that numbers the
+    points, and a record written without it takes the order its tuning runs were trained in."""
+    from jaxcredit.overrides import apply_overrides
+    from jaxcredit.train.presets import PRESETS
+    from jaxcredit.train.sweep import spec_from_record, spec_record
+    from jaxcredit.train.tuning import tune_points
+
+    spec = PRESETS["mad-study"]
+    assert list(spec.tune["grid"]) != sorted(spec.tune["grid"])  # learning_rate before entropy_coef
+    record = json.loads(json.dumps(spec_record(spec, None), sort_keys=True))  # as sweep_spec.json holds it
+    assert record["tune_order"] == {"grid": list(spec.tune["grid"])}
+    points = {arm: tune_points(spec.tune, arm) for arm in spec.arms}
+    assert {arm: tune_points(spec_from_record(record).tune, arm) for arm in spec.arms} == points
+    del record["tune_order"]  # written before the order was kept: sorted, the points are misnumbered
+    assert tune_points(spec_from_record(record).tune, "exact") != points["exact"]
+    for arm in spec.arms:
+        for index, overrides in enumerate(points[arm]):
+            run = tmp_path / "tune" / arm / f"p{index:02d}"
+            run.mkdir(parents=True)
+            (run / "config.json").write_text(json.dumps(apply_overrides({}, overrides)))
+    inferred = spec_from_record(record, str(tmp_path)).tune
+    assert {arm: tune_points(inferred, arm) for arm in spec.arms} == points

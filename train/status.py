@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from jaxcredit.rundir_io import FAILED_FILE, lock_held, read_json
+from jaxcredit.rundir_io import FAILED_FILE, is_matched, lock_held, read_json, table_regimes
 from jaxcredit.train.rundir import evaluation_progress
-from jaxcredit.train.sweep import SweepSpec
+from jaxcredit.train.sweep import SweepSpec, spec_from_record
 from jaxcredit.train.tuning import point_parts, tune_rungs
 
 STATES = ("finished", "failed", "running", "stopped", "cut", "not started")  # cut: a tuning run halving stopped at
@@ -43,15 +43,7 @@ def _spec(out: str) -> SweepSpec:
     path = os.path.join(out, "sweep_spec.json")
     if not os.path.isfile(path):
         raise FileNotFoundError(f"{out} holds no sweep (no sweep_spec.json)")
-    record = read_json(path)
-    fields = {f.name for f in dataclasses.fields(SweepSpec)}
-    values = {k: v for k, v in record.items() if k in fields}
-    if "arm_order" in record:  # JSON files are written with sorted keys: the arms' order is kept apart
-        values["arms"] = {arm: record["arms"][arm] for arm in record["arm_order"]}
-    for key in ("regimes", "match_on"):
-        if key in values:
-            values[key] = tuple(values[key])
-    return SweepSpec(**values)
+    return spec_from_record(read_json(path), out)
 
 
 def _wall_seconds(path: str) -> float | None:
@@ -120,11 +112,15 @@ def sweep_status(out: str) -> dict:
     phases.append({"phase": "cells", "runs": [
         run_status(os.path.join(out, regime, arm), f"{regime}/{arm}", config)
         for (regime, arm), config in spec.cell_configs().items()]})
-    if "matched" in spec.regimes:
-        root = os.path.join(out, "matched")
-        names = sorted(os.listdir(root)) if os.path.isdir(root) else []
-        phases.append({"phase": "matched", "runs": [run_status(os.path.join(root, name), f"matched/{name}")
-                                                    for name in names if os.path.isdir(os.path.join(root, name))]})
+    matched = [regime for regime in table_regimes(spec.regimes, spec.match_on) if is_matched(regime)]
+    if matched:
+        runs = []
+        for regime in matched:  # one directory per currency the cells are matched in
+            root = os.path.join(out, regime)
+            names = sorted(os.listdir(root)) if os.path.isdir(root) else []
+            runs += [run_status(os.path.join(root, name), f"{regime}/{name}")
+                     for name in names if os.path.isdir(os.path.join(root, name))]
+        phases.append({"phase": "matched", "runs": runs})
     return {"name": spec.name, "phases": phases}
 
 

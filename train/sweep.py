@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import itertools
 import json
 import os
 
@@ -58,7 +59,15 @@ from jaxcredit.tracking import check_trackers
 from jaxcredit.train.backends import Cell, backend_session, check_backend, population_cells, run_cells
 from jaxcredit.train.config import config_from_dict
 from jaxcredit.train.rundir import read_json, read_jsonl, write_json_atomic
-from jaxcredit.train.tuning import RUN_FIELDS, check_tune, point_name, tune_points, tune_seeds, tuning_plan
+from jaxcredit.train.tuning import (
+    RUN_FIELDS,
+    check_tune,
+    point_name,
+    points_match,
+    tune_points,
+    tune_seeds,
+    tuning_plan,
+)
 
 # Old arm names of the named presets (old -> new): a sweep directory written under an old name
 # keeps it (reports and comparisons read the names from its sweep_spec.json); resuming it is
@@ -285,12 +294,72 @@ _OPTIONAL_FIELDS = {"match_on": ["env_steps"], "tune": None, "regime_fields": No
                     "nonparametric": False, "tuned": ""}
 
 
+TUNE_ORDER = "tune_order"  # the tuning axes' order where it is not sorted: it numbers the grid points
+
+
+def _tune_order(tune: dict) -> dict:
+    """`{"grid": [axis, ...], "arm_grid": {arm: [axis, ...]}}`: the order of `tune`'s axes wherever it
+    is not sorted (empty where all are)."""
+    order = {"grid": list(tune["grid"])} if list(tune["grid"]) != sorted(tune["grid"]) else {}
+    arms = {arm: list(axes) for arm, axes in tune.get("arm_grid", {}).items() if list(axes) != sorted(axes)}
+    return {**order, **({"arm_grid": arms} if arms else {})}
+
+
 def spec_record(spec: SweepSpec, num_seeds: int | None) -> dict:
     """The `sweep_spec.json` dict of `spec`: its fields (`match_on` and `tune` only where they are
-    not the defaults, so sweeps written before them read and resume as they were), `num_seeds` and
-    the arms' order (JSON files are written with sorted keys: the table's row order is kept apart)."""
+    not the defaults, so sweeps written before them read and resume as they were), `num_seeds`, the
+    arms' order and, where it is not sorted, the tuning axes' order (`tune_order`): JSON files are
+    written with sorted keys, so the table's row order and the grid points' numbering are kept apart."""
     record = json.loads(json.dumps({**dataclasses.asdict(spec), "num_seeds": num_seeds, "arm_order": list(spec.arms)}))
-    return {k: v for k, v in record.items() if k not in _OPTIONAL_FIELDS or v != _OPTIONAL_FIELDS[k]}
+    order = _tune_order(spec.tune) if spec.tune else {}
+    return {**{k: v for k, v in record.items() if k not in _OPTIONAL_FIELDS or v != _OPTIONAL_FIELDS[k]},
+            **({TUNE_ORDER: order} if order else {})}
+
+
+def _in_order(tune: dict, grid=None, arm_grid=None) -> dict:
+    """`tune` with its grid's axes in the order `grid` and each arm's own in `arm_grid[arm]` (None:
+    as they are)."""
+    def ordered(axes, order):
+        return {name: axes[name] for name in order} if order else dict(axes)
+    out = {**tune, "grid": ordered(tune["grid"], grid)}
+    if "arm_grid" in tune:
+        out["arm_grid"] = {arm: ordered(axes, (arm_grid or {}).get(arm)) for arm, axes in tune["arm_grid"].items()}
+    return out
+
+
+def _infer_tune_order(tune: dict, arms, out: str) -> dict:
+    """`tune` with its axes in the order under which the tuning runs under `out/tune/` were trained at
+    their points' values (`points_match`), for a record written before `tune_order` was kept: the
+    sorted order first, then the other orders of the grid's axes and of each arm's own."""
+    for grid in itertools.permutations(sorted(tune["grid"])):
+        arm_grid = {}
+        for arm in arms:
+            own = sorted(tune.get("arm_grid", {}).get(arm, {}))
+            arm_grid[arm] = next((order for order in itertools.permutations(own)
+                                  if points_match(_in_order(tune, grid, {arm: order}), arm, out)), None)
+            if arm_grid[arm] is None:
+                break
+        else:
+            return _in_order(tune, grid, arm_grid)
+    return tune
+
+
+def spec_from_record(record: dict, out: str | None = None) -> SweepSpec:
+    """The `SweepSpec` of a `sweep_spec.json` dict: its arms in the recorded order and its tuning axes
+    in `tune_order`'s; a record without one (written before it was kept) takes the order the tuning
+    runs under `out` were trained in, where `out` is given (else the sorted order)."""
+    values = {k: v for k, v in record.items() if k in {f.name for f in dataclasses.fields(SweepSpec)}}
+    if "arm_order" in record:
+        values["arms"] = {arm: record["arms"][arm] for arm in record["arm_order"]}
+    for key in ("regimes", "match_on"):
+        if key in values:
+            values[key] = tuple(values[key])
+    tune = values.get("tune")
+    if tune and record.get(TUNE_ORDER) is not None:
+        values["tune"] = _in_order(tune, record[TUNE_ORDER].get("grid"), record[TUNE_ORDER].get("arm_grid"))
+    elif tune and out is not None and os.path.isdir(os.path.join(out, "tune")):
+        values["tune"] = _infer_tune_order(tune, values.get("arms", {}), out)
+    return SweepSpec(**values)
 
 
 def _design(spec_dict: dict) -> dict:
@@ -298,7 +367,8 @@ def _design(spec_dict: dict) -> dict:
     runs are run: a population or not): what must match for `--resume`; the arms' options in one
     spelling (`credit_options.NAME`), so a sweep written with older flat field names resumes under
     the current ones."""
-    design = {k: v for k, v in spec_dict.items() if k not in DOC_FIELDS}
+    design = {k: v for k, v in spec_dict.items() if k not in DOC_FIELDS + (TUNE_ORDER,)}  # a misnumbered point
+    # is refused by its run's config (`tuning.points_match`); a sweep recorded before the order was kept resumes
     if isinstance(design.get("tune"), dict):
         design["tune"] = {k: v for k, v in design["tune"].items() if k not in RUN_FIELDS}
     base, arms = design.get("base", {}), design.get("arms", {})

@@ -159,15 +159,28 @@ def _config_value(config: dict, field: str):
     return config
 
 
+def _point_mismatch(run: str, overrides: dict) -> dict:
+    """`{field: (grid value, run's value)}` where the run directory `run` was trained with other values
+    than the grid point's `overrides` (its `config.json`; none: `{}`)."""
+    path = os.path.join(run, "config.json")
+    if not os.path.exists(path):
+        return {}
+    config = read_json(path)
+    return {f: (v, _config_value(config, f)) for f, v in overrides.items() if _config_value(config, f) != v}
+
+
+def points_match(tune: dict, arm: str, out: str) -> bool:
+    """Whether every grid point of `arm` that has a run directory under `out/tune/<arm>/` was trained
+    at that point's values (its axes in the order `tune` lists them)."""
+    return not any(_point_mismatch(os.path.join(out, "tune", arm, point_name(i)), overrides)
+                   for i, overrides in enumerate(tune_points(tune, arm)))
+
+
 def _check_point_config(run: str, overrides: dict) -> None:
     """Raise `ValueError` when the run directory `run` was trained with other values than the grid
     point's `overrides` (its `config.json`, where it has one): a grid whose axes are listed in
     another order numbers its points otherwise, and its scores would go to the wrong settings."""
-    path = os.path.join(run, "config.json")
-    if not os.path.exists(path):
-        return
-    config = read_json(path)
-    wrong = {f: (v, _config_value(config, f)) for f, v in overrides.items() if _config_value(config, f) != v}
+    wrong = _point_mismatch(run, overrides)
     if wrong:
         raise ValueError(f"{run} is not the grid point it is named for: "
                          + ", ".join(f"{f} is {got!r} there, {want!r} in the grid" for f, (want, got) in wrong.items())
