@@ -143,6 +143,17 @@ def mc_advantage(
     return _on_live(trajectory, chosen - value_now)
 
 
+def highest_entropy_steps(trajectory: Trajectory, entropy: jax.Array, fraction: float) -> jax.Array:
+    """bool `[B, T]`: in each episode, the `ceil(fraction * L)` live steps (L: its live steps) whose
+    policy entropy (float32 `[B, T]`) is highest, the earlier step first among equals; none with
+    `fraction` 0, every live step with 1 (selective branching's steps)."""
+    live = trajectory.live
+    count = jnp.ceil(fraction * jnp.sum(live, axis=1, dtype=jnp.float32) - 1e-6).astype(jnp.int32)  # [B]
+    order = jnp.argsort(jnp.where(live, -entropy, jnp.inf), axis=1, stable=True)  # highest first, ended last
+    rank = jnp.argsort(order, axis=1)
+    return live & (rank < count[:, None])
+
+
 def check_replacement(replacement: str, env: Environment | None = None) -> None:
     """Raise `ValueError` unless `replacement` is one of `REPLACEMENTS` that `env` can give: `null`
     needs an environment with a null action (`env.null_action`, e.g. MAD with decorative actions)."""
@@ -314,65 +325,95 @@ def _flatten(tree, ndims: int = 2):
     return jax.tree_util.tree_map(lambda x: x.reshape(-1, *x.shape[ndims:]), tree)
 
 
+def _episode_groups(batch: int, per_episode: int) -> jax.Array:
+    """int32 `[batch * per_episode]`: the episode of each flattened state (`key_groups` of
+    `branch_returns`: the continuations of one episode's states share their random numbers)."""
+    return jnp.repeat(jnp.arange(batch, dtype=jnp.int32), per_episode)
+
+
 def _branch_every_state(env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array,
-                        *, num_continuations: int, chunk_size: int, sharding: Any):
-    """`branch_returns` from every state of `trajectory` and its final states, flattened `[B * (T + 1)]`."""
+                        *, num_continuations: int, chunk_size: int, sharding: Any, common_random_numbers: bool = False,
+                        active: jax.Array | None = None):
+    """`branch_returns` from every state of `trajectory` and its final states, flattened `[B * (T + 1)]`;
+    `active` bool `[B, T+1]` (None: all): only those states are branched, the others cost nothing
+    and get 0."""
     states = jax.tree_util.tree_map(
         lambda before, final: jnp.concatenate([before, final[:, None]], axis=1),
         trajectory.states, trajectory.final_state,
     )
-    return branch_returns(env, policy_fn, params, _flatten(states), key,
-                          num_continuations=num_continuations, chunk_size=chunk_size, sharding=sharding)
+    if active is not None:
+        states = states.replace(truncated=states.truncated | ~active)
+    batch, per_episode = states.turn.shape
+    groups = _episode_groups(batch, per_episode) if common_random_numbers else None
+    return branch_returns(env, policy_fn, params, _flatten(states), key, num_continuations=num_continuations,
+                          chunk_size=chunk_size, sharding=sharding, key_groups=groups)
 
 
 def branch_state_values(
     env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
-    num_continuations: int, chunk_size: int = 512, sharding: Any = None,
+    num_continuations: int, chunk_size: int = 512, sharding: Any = None, common_random_numbers: bool = False,
+    active: jax.Array | None = None,
 ) -> tuple[jax.Array, Counts]:
     """`V̂` float32 `[B, T+1]` of every state of `trajectory` and its final states, by branching.
 
     The mean return of `num_continuations` continuations under `policy_fn` from each live state;
     0 for ended states (which cost nothing). Consumes `key`. Returns `(state_values, counts)`.
     `sharding` splits the continuations over devices (see `branch_returns`).
+    `common_random_numbers`: the continuations of one episode's states share their random numbers
+    (`branch_returns`' `key_groups`). `active` bool `[B, T+1]`: branch only those states (the
+    others cost nothing and get 0).
     """
     result = _branch_every_state(env, policy_fn, params, trajectory, key, num_continuations=num_continuations,
-                                 chunk_size=chunk_size, sharding=sharding)
+                                 chunk_size=chunk_size, sharding=sharding,
+                                 common_random_numbers=common_random_numbers, active=active)
     return result.mean.reshape(trajectory.live.shape[0], -1), result.counts
 
 
 def branch_action_values(
     env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
     num_continuations: int, max_legal_actions: int | None = None, chunk_size: int = 512, sharding: Any = None,
+    common_random_numbers: bool = False, active: jax.Array | None = None,
 ) -> tuple[jax.Array, Counts]:
     """`Q̂` float32 `[B, T, A]` for every legal action of every state before an action, by branching.
 
     Forces each legal first action and continues under `policy_fn` (`branch_returns` with
     `force_first_actions`); 0 for ended states and illegal actions. Consumes `key`. `sharding`
-    splits the continuations over devices (see `branch_returns`).
+    splits the continuations over devices (see `branch_returns`). `common_random_numbers`: the
+    continuations of one episode share their random numbers, so two actions with the same next
+    state get the same `Q̂`. `active` bool `[B, T]`: branch only those states.
     """
     batch, num_turns = trajectory.live.shape
-    result = branch_returns(env, policy_fn, params, _flatten(trajectory.states), key,
+    states = trajectory.states if active is None else trajectory.states.replace(
+        truncated=trajectory.states.truncated | ~active)
+    result = branch_returns(env, policy_fn, params, _flatten(states), key,
                             num_continuations=num_continuations, force_first_actions=True,
-                            max_legal_actions=max_legal_actions, chunk_size=chunk_size, sharding=sharding)
+                            max_legal_actions=max_legal_actions, chunk_size=chunk_size, sharding=sharding,
+                            key_groups=_episode_groups(batch, num_turns) if common_random_numbers else None)
     return result.mean.reshape(batch, num_turns, -1), result.counts
 
 
 def branch_null_values(
     env: Environment, policy_fn: PolicyFn, params: Any, trajectory: Trajectory, key: jax.Array, *,
-    num_continuations: int, chunk_size: int = 512, sharding: Any = None,
+    num_continuations: int, chunk_size: int = 512, sharding: Any = None, common_random_numbers: bool = False,
+    active: jax.Array | None = None,
 ) -> tuple[jax.Array, Counts]:
     """`Q̂(s_t, null)` float32 `[B, T]`: the value of the environment's null action at every state
     before an action, by branching: the null action is stepped (one env step per live state), then
     `num_continuations` continuations under `policy_fn` follow. 0 for ended states, and when the null
     step used the last turn. Consumes `key`. Raises `ValueError` for an environment without a null
-    action (`env.null_action`)."""
+    action (`env.null_action`). `common_random_numbers` with the key of `branch_state_values`: a
+    null step that reaches the state the taken action reached gets the same continuations.
+    `active` bool `[B, T]`: branch only those states."""
     check_replacement("null", env)
     batch, num_turns = trajectory.live.shape
-    states = _flatten(trajectory.states)
+    states = trajectory.states if active is None else trajectory.states.replace(
+        truncated=trajectory.states.truncated | ~active)
+    states = _flatten(states)
     live = ~states.done
     stepped = jax.vmap(env.step)(states, jnp.full(live.shape, env.null_action, jnp.int32))
     result = branch_returns(env, policy_fn, params, stepped, key, num_continuations=num_continuations,
-                            chunk_size=chunk_size, sharding=sharding)
+                            chunk_size=chunk_size, sharding=sharding,
+                            key_groups=_episode_groups(batch, num_turns) if common_random_numbers else None)
     values = jnp.where(live, stepped.reward + result.mean, 0.0).reshape(batch, num_turns)
     counts = result.counts.replace(env_steps=result.counts.env_steps + jnp.sum(live, dtype=jnp.int32))
     return values, counts

@@ -133,6 +133,15 @@ def _sample(policy_fn: PolicyFn, params: Any, state: State, key: jax.Array, *, c
     return action.astype(jnp.int32), jnp.take_along_axis(log_probs, action[..., None], axis=-1)[..., 0]
 
 
+def _sample_rows(policy_fn: PolicyFn, params: Any, state: State, row_keys: jax.Array, *, chunk_size: int,
+                 observation: jax.Array | None = None) -> jax.Array:
+    """int32 `[B]`: an action sampled at each live row with that row's own key (`row_keys` `[B]`), so
+    two rows in the same state with the same key take the same action."""
+    logits = masked_logits(live_logits(policy_fn, params, state, chunk_size=chunk_size, observation=observation),
+                           state.legal_action_mask)
+    return jax.vmap(jax.random.categorical)(row_keys, logits).astype(jnp.int32)
+
+
 def _play(env: Environment, states: State, choose, xs, num_turns: int,
           policy_fn: PolicyFn | None = None) -> tuple[Trajectory, Counts]:
     """Scan `num_turns` steps; `choose(state, observation, x) -> (action [B], log_prob [B])` picks each
@@ -264,6 +273,7 @@ def branch_returns(
     max_legal_actions: int | None = None,
     chunk_size: int = 512,
     sharding: NamedSharding | None = None,
+    key_groups: jax.Array | None = None,
 ) -> BranchResult:
     """Run `K = num_continuations` continuations from each state of `states` (leaves `[N, ...]`).
 
@@ -284,6 +294,13 @@ def branch_returns(
 
     `sharding` (a `jaxcredit.sharding.batch_sharding(...)`) splits each chunk's `C`
     continuations over its devices; the results match the unsharded call to float tolerance.
+
+    `key_groups` int32 `[N]` gives common random numbers: continuation `j` of every state in the same
+    group samples its action at turn `τ` with the key `fold_in(fold_in(fold_in(key, group), j), τ)`,
+    whatever state it branched from and whichever first action was forced. Two continuations that
+    reach the same state at the same turn then play the same actions from there, so the difference
+    of two branched values cancels wherever their continuations meet. None: independent keys (the
+    random stream above).
     """
     horizon = env.max_turns if horizon is None else horizon
     if horizon < 1 or num_continuations < 1 or chunk_size < 1:
@@ -313,9 +330,21 @@ def branch_returns(
     flat_state = jnp.pad(flat_state, (0, pad)).reshape(num_chunks, chunk_size)
     flat_forced = jnp.pad(flat_forced, (0, pad), constant_values=-1).reshape(num_chunks, chunk_size)
     flat_valid = jnp.pad(flat_valid, (0, pad)).reshape(num_chunks, chunk_size)
-    chunk_keys = jax.random.split(key, num_chunks)
+    if key_groups is None:
+        chunk_keys = jax.random.split(key, num_chunks)
+    else:  # one base key per slot: its state's group and its continuation's index j
+        continuation = jnp.pad(jnp.arange(total, dtype=jnp.int32) % k, (0, pad)).reshape(num_chunks, chunk_size)
+        chunk_keys = jax.vmap(jax.vmap(lambda g, j: jax.random.fold_in(jax.random.fold_in(key, g), j)))(
+            jnp.asarray(key_groups, jnp.int32)[flat_state], continuation)
     batch_step = jax.vmap(env.step)
     live_chunk = chunk_size if sharding is not None else live_chunk_size(chunk_size)
+
+    def sample(state, chunk_key, t, observation):
+        if key_groups is None:
+            return _sample(policy_fn, params, state, jax.random.fold_in(chunk_key, t), chunk_size=live_chunk,
+                           observation=observation)[0]
+        row_keys = jax.vmap(jax.random.fold_in)(chunk_key, state.turn)  # chunk_key: the slots' base keys [C]
+        return _sample_rows(policy_fn, params, state, row_keys, chunk_size=live_chunk, observation=observation)
 
     def run_chunk(chunk):
         state_index, forced_action, active, chunk_key = chunk
@@ -338,8 +367,7 @@ def branch_returns(
             live = ~state.done
             observation, state_input_steps = policy_inputs(env, policy_fn, state)
             input_steps = input_steps + jnp.sum(state_input_steps, dtype=jnp.int32)
-            action, _ = _sample(policy_fn, params, state, jax.random.fold_in(chunk_key, t), chunk_size=live_chunk,
-                                observation=observation)
+            action = sample(state, chunk_key, t, observation)
             state = batch_step(state, action)
             live_count = jnp.sum(live, dtype=jnp.int32)
             return (t + 1, state, ret + jnp.where(live, state.reward, 0.0), steps + live_count, evals + live_count,

@@ -57,7 +57,8 @@ class Experiment:
         trajectory batch, and one trained policy, per seed).
       budgets: learning: `{"attempts": main attempts, "fixed-steps": total env steps}`; labels:
         `{"train_episodes": main attempts of the trained policy, "fit_steps": updates of a learned
-        head on the fixed policy's own episodes before it labels}`.
+        head on the fixed policy's own episodes before it labels}`, and optionally `"noise_repeats"`
+        (each label repeated with that many more independent keys, for its variance).
       description: one line for the report.
       policies: labels: the fixed policies labelled (`uniform`, `trained`).
       requires_gate: the file of learnability-gate records (`jaxcredit gate`, under
@@ -104,10 +105,11 @@ def _experiments(quick: bool) -> tuple:
     learning = {"problems_per_iteration": 8, "attempts_per_problem": 4, "learning_rate": 3e-3, **_NETWORK, **evals}
     labels = {"problems_per_iteration": 16 if quick else 32, "attempts_per_problem": 4, **_NETWORK,
               "eval_problems": 16, "validation_problems": 16}
+    label_budgets = _LABEL_BUDGETS if quick else {**_LABEL_BUDGETS, "noise_repeats": 4}  # full: each label's noise
     experiments = (
         Experiment("labels-mad", "labels", ("mad",), {"env": "mad", **labels},
                    ({**_TINY_MAD},) if quick else ({**_TINY_MAD}, {**_REPAIR_MAD}), seeds,
-                   _LABEL_BUDGETS, "tiny MAD: labels on trajectories of the uniform and a trained policy"),
+                   label_budgets, "tiny MAD: labels on trajectories of the uniform and a trained policy"),
         Experiment("learn-mad", "learning", ("mad",), {"env": "mad", **learning},
                    ({**_TINY_MAD},), seeds,
                    {"attempts": 500 if quick else 3_000, "fixed-steps": 10_000 if quick else 80_000},
@@ -115,7 +117,7 @@ def _experiments(quick: bool) -> tuple:
         Experiment("labels-umbrella", "labels", ("umbrella",), {"env": "umbrella", **labels},
                    ({"chain_length": 5, "n_distractor": 2},) if quick else
                    ({"chain_length": 5, "n_distractor": 2}, {"chain_length": 10, "n_distractor": 8}), seeds,
-                   _LABEL_BUDGETS, "bsuite's umbrella chain: only the first action matters"),
+                   label_budgets, "bsuite's umbrella chain: only the first action matters"),
         Experiment("umbrella-length", "learning", ("umbrella", "horizon"), {"env": "umbrella", **learning},
                    ({"chain_length": 5, "n_distractor": 2},) if quick else
                    tuple({"chain_length": n, "n_distractor": 2} for n in (3, 10, 30)), seeds,
@@ -163,11 +165,19 @@ BUILTIN_ARMS = {
 
 QUICK_ARMS = ("outcome", "mc", "exact")  # `--quick`'s default arms; `--arms` chooses others
 
+# cheaper Monte Carlo labels (`mc` options), by name for `--arms`; not in the default set
+CHEAP_LABEL_ARMS = {
+    **{f"mc-k{k}": {"credit": "mc", "credit_options.continuations": k} for k in (1, 2, 4, 8)},
+    "mc-crn": {"credit": "mc", "credit_options.common_random_numbers": True},
+    **{f"mc-select-{q:g}": {"credit": "mc", "credit_options.branch_fraction": q} for q in (0.1, 0.25, 0.5)},
+}
+
 
 def suite_arms(names) -> dict:
-    """`{name: config fields}` for arm `names`: a built-in suite arm (`BUILTIN_ARMS`) by its name, or
-    any registered credit arm (a plugin's too) with its defaults."""
-    return {name: BUILTIN_ARMS.get(name, {"credit": name}) for name in names}
+    """`{name: config fields}` for arm `names`: a built-in suite arm (`BUILTIN_ARMS`, `CHEAP_LABEL_ARMS`)
+    by its name, or any registered credit arm (a plugin's too) with its defaults."""
+    named = {**BUILTIN_ARMS, **CHEAP_LABEL_ARMS}
+    return {name: named.get(name, {"credit": name}) for name in names}
 
 
 def gate_reason(experiment: Experiment, records_dir: str | None = None) -> str | None:

@@ -52,7 +52,9 @@ class LabelSetting:
     `train_credit` training from `seed`: the same policy on every run on one machine).
     `fit_steps`: the updates an arm with a learned head (its `fit_for_labels` hook) fits it on π's
     own fresh episodes, one batch of the config's size each, before labelling (0: label with the
-    head as π's parameters hold it).
+    head as π's parameters hold it). `noise_repeats` R > 0: each arm labels the same steps R more
+    times with independent keys, and its `label_variance` is the per-step variance of the R + 1
+    labels (ddof 1), averaged over the live steps: the label's noise floor.
     """
 
     config: dict
@@ -61,12 +63,15 @@ class LabelSetting:
     train_credit: str = "outcome"
     train_episodes: int = 512
     fit_steps: int = FIT_STEPS
+    noise_repeats: int = 0
 
     def __post_init__(self):
         if self.policy not in POLICIES:
             raise ValueError(f"label setting: unknown policy {self.policy!r}; choices: {', '.join(POLICIES)}")
-        if not isinstance(self.fit_steps, int) or self.fit_steps < 0:
-            raise ValueError(f"label setting: fit_steps must be an integer >= 0, got {self.fit_steps!r}")
+        for name in ("fit_steps", "noise_repeats"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"label setting: {name} must be an integer >= 0, got {value!r}")
 
 
 def _add_charges(charge: dict, more: dict) -> dict:
@@ -137,6 +142,13 @@ def make_labeller(setting: LabelSetting, arms: dict):
                 fitted, charge = found.value_params, _add_charges(charge, found.charge)
             result = labels(params, prepared, fitted, trajectory, problems, jax.random.key(seed + 2))
             label = np.asarray(result.advantage, np.float64)
+            noise = {}
+            if setting.noise_repeats:  # the same steps labelled again with independent keys
+                again = [np.asarray(labels(params, prepared, fitted, trajectory, problems,
+                                           jax.random.fold_in(jax.random.key(seed + 2), r + 1)).advantage, np.float64)
+                         for r in range(setting.noise_repeats)]
+                variance = np.var(np.stack([label] + again), axis=0, ddof=1)
+                noise = {"label_variance": float(variance[live].mean()), "noise_repeats": setting.noise_repeats}
             charge = _add_charges(charge, result.charge)
             cost = {account: {"env_steps": int(c.env_steps), "policy_evals": int(c.policy_evals)}
                     for account, c in sorted(charge.items())}
@@ -144,7 +156,7 @@ def make_labeller(setting: LabelSetting, arms: dict):
             per_class = {cls: label_measures(label[mask], exact[mask], signed[mask]) for cls, mask in groups.items()}
             error = overall["normalised_error"]
             out["arms"][name] = {"overall": overall, "classes": per_class, "cost": cost,
-                                 "score": 0.0 if error is None else 1.0 - error}
+                                 "score": 0.0 if error is None else 1.0 - error, **noise}
         return out
 
     return labeller
@@ -156,8 +168,8 @@ def label_quality(setting: LabelSetting, arms: dict) -> dict:
 
     `arms`: arm name -> `TrainConfig` fields of that arm (its `credit` and options). Returns
     `{"steps", "class_counts", "arms": {arm: {"overall": measures, "classes": {class: measures},
-    "cost": {account: {"env_steps", "policy_evals"}}, "score"}}}`; `score` is `1 − normalised
-    error` (0 when undefined).
+    "cost": {account: {"env_steps", "policy_evals"}}, "score"}}}` (and `label_variance`,
+    `noise_repeats` with `setting.noise_repeats`); `score` is `1 − normalised error` (0 when undefined).
     """
     return make_labeller(setting, arms)(setting.seed)
 

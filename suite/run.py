@@ -66,7 +66,8 @@ def _label_experiment(experiment, arms: dict, out: str, *, progress: bool) -> di
             config = {**experiment.config, "env_overrides": dict(experiment.settings[i])}
             labellers[i, policy] = make_labeller(LabelSetting(
                 config, policy=policy, train_episodes=experiment.budgets["train_episodes"],
-                fit_steps=experiment.budgets.get("fit_steps", FIT_STEPS)), arms)
+                fit_steps=experiment.budgets.get("fit_steps", FIT_STEPS),
+                noise_repeats=experiment.budgets.get("noise_repeats", 0)), arms)
         return labellers[i, policy]
 
     for seed in range(experiment.seeds):
@@ -98,6 +99,8 @@ def _label_experiment(experiment, arms: dict, out: str, *, progress: bool) -> di
             **{f"{cls}_sign": mean(m["classes"][cls]["sign_agreement"] for m in mine) for cls in LABEL_CLASSES},
             "env_steps": float(np.mean([sum(v["env_steps"] for v in m["cost"].values()) for m in mine])),
             "policy_evals": float(np.mean([sum(v["policy_evals"] for v in m["cost"].values()) for m in mine])),
+            **({"label_variance": mean(m["label_variance"] for m in mine)} if all("label_variance" in m for m in mine)
+               else {}),
         }
     return {"scores": {"label-quality": scores}, "details": {"arms": details}}
 

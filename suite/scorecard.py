@@ -162,15 +162,21 @@ def _budget_text(record: dict) -> str:
 
 
 def _label_table(record: dict, arms: list) -> list[str]:
-    """Per arm: sign agreement, rank correlation and normalised error overall and per class, and cost."""
+    """Per arm: sign agreement, rank correlation and normalised error overall and per class, the
+    label variance over repeated keys (where measured), and cost."""
+    noise = all("label_variance" in record["details"]["arms"][arm] for arm in arms)
     lines = ["| arm | sign agreement | rank corr. | norm. error | load-bearing sign | harmful sign | "
-             "label env steps | label policy evals |", "|---|---|---|---|---|---|---|---|"]
+             + ("label variance | " if noise else "") + "label env steps | label policy evals |",
+             "|---|---|---|---|---|---|---|---|" + ("---|" if noise else "")]
     for arm in arms:
         d = record["details"]["arms"][arm]
+        variance = f"{_fmt(d['label_variance'])} | " if noise else ""
         lines.append(f"| {arm} | {_fmt(d['sign_agreement'])} | {_fmt(d['rank_correlation'])} | "
                      f"{_fmt(d['normalised_error'])} | {_fmt(d['load-bearing_sign'])} | {_fmt(d['harmful_sign'])} | "
-                     f"{d['env_steps']:,.0f} | {d['policy_evals']:,.0f} |")
-    return lines + ["", "Means over seeds, policies and settings; costs per batch of trajectories.", ""]
+                     f"{variance}{d['env_steps']:,.0f} | {d['policy_evals']:,.0f} |")
+    return lines + ["", "Means over seeds, policies and settings; costs per batch of trajectories"
+                    + ("; label variance: the per-step variance of one arm's labels over independent keys, "
+                       "averaged over the live steps" if noise else "") + ".", ""]
 
 
 def plot_scorecard(card: dict, path: str) -> None:

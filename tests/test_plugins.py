@@ -89,7 +89,8 @@ def test_an_old_config_json_reads_round_trips_and_names_the_new_spelling():
     assert config.credit_options == McOptions(variant=old["mc_variant"], continuations=2)
     written = config.to_dict()
     assert not set(written) & legacy_field_names() and written["credit_options"] == {
-        "variant": "td", "continuations": 2, "replacement": "on-policy"}
+        "variant": "td", "continuations": 2, "replacement": "on-policy", "branch_fraction": 1.0,
+        "common_random_numbers": False}
     assert config_from_dict(json.loads(json.dumps(written))) == config
     with pytest.raises(ValueError, match=re.escape("mc_continuations -> credit_options.continuations (credit 'mc')")):
         config_from_dict({"credit": "mc", "mc_continuations": 2}, legacy=False)

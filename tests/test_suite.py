@@ -229,3 +229,23 @@ def test_routine_and_arithmetic_experiments(tmp_path):
     (tmp_path / arithmetic.requires_gate).write_text(json.dumps({"tokens-4": {"rung": {**rung, "count": 4},
                                                                               "passed": True}}))
     assert "no learnability gate" in gate_reason(arithmetic, str(tmp_path))
+
+
+def test_label_noise_over_repeated_keys_and_the_cheap_label_arms():
+    """`noise_repeats`: exact labels have no noise, Monte Carlo labels do, fewer continuations more of
+    it; the cheap-label arms are named for `--arms` and cost what their options say."""
+    from jaxcredit.suite.experiments import suite_arms
+    from jaxcredit.suite.labels import LabelSetting, label_quality
+
+    tiny = _tiny_labels(problems=16)
+    config = {**tiny.config, "env_overrides": dict(tiny.settings[0])}
+    arms = suite_arms(["exact", "mc-k1", "mc-k8", "mc-select-0.25"])
+    assert arms["mc-k8"] == {"credit": "mc", "credit_options.continuations": 8}
+    found = label_quality(LabelSetting(config, noise_repeats=2), arms)["arms"]
+    assert found["exact"]["label_variance"] == 0.0 and found["exact"]["noise_repeats"] == 2
+    assert found["mc-k1"]["label_variance"] > found["mc-k8"]["label_variance"] > 0.0
+    label_steps = {a: found[a]["cost"]["label"]["env_steps"] for a in ("mc-k1", "mc-k8", "mc-select-0.25")}
+    assert label_steps["mc-select-0.25"] < label_steps["mc-k8"] and label_steps["mc-k1"] < label_steps["mc-k8"]
+    assert "label_variance" not in label_quality(LabelSetting(config), {"exact": arms["exact"]})["arms"]["exact"]
+    with pytest.raises(ValueError, match="noise_repeats must be an integer >= 0"):
+        LabelSetting(config, noise_repeats=-1)
