@@ -1,10 +1,13 @@
 """The break-even label price of every label arm in a finished sweep (`jaxcredit price`).
 
-Each label arm's attempts runs give its score and its main and label work per seed; the
-reference arm's fixed-steps runs give its learning curve in each currency, seeds paired by index.
-`sweep_prices` reads them and computes `p*` (`jaxcredit.analysis.price`) for the final and the
-average success in env steps and in policy evaluations, over the prices the curve reaches;
-`prices_markdown` writes the table and `plot_price_gaps` draws each arm's lead against the price. See docs/analysis.md#the-break-even-label-price-analysispricepy.
+Each label arm's attempts runs give its score and its main and label work per seed. The
+reference arm's success at the arm's total at price p comes, where the sweep has `prices`, from
+the reference's matched runs at each price (each a run of exactly `main + p * label`, evaluated
+evenly over it); otherwise from its fixed-steps curve, read by interpolation. Seeds are paired
+by index. `sweep_prices` computes `p*` (`jaxcredit.analysis.price`) for the final and the average
+success in env steps and in policy evaluations; `prices_markdown` writes the table and
+`plot_price_gaps` draws each arm's lead against the price. See
+docs/analysis.md#the-break-even-label-price-analysispricepy.
 """
 from __future__ import annotations
 
@@ -45,27 +48,32 @@ def sweep_prices(sweep: str, *, reference: str = "outcome", regime: str = "attem
     curve's mean at the arm's own number of evaluations, evenly spaced up to T, read by
     interpolation (the arm's average is over its evaluations after the first in the same way).
     """
+    spec = read_json(os.path.join(sweep, "sweep_spec.json"))
     curve_dir = os.path.join(sweep, curve_regime, reference)
-    if not os.path.isfile(os.path.join(curve_dir, "metrics.jsonl")):
+    curves = _per_seed_rows(curve_dir) if os.path.isfile(os.path.join(curve_dir, "metrics.jsonl")) else {}
+    if not curves and not spec.get("prices"):
         raise ValueError(f"{sweep}: no {curve_regime}/{reference} runs: the price needs the reference's long run")
-    curves = _per_seed_rows(curve_dir)
     prices = np.asarray(prices, np.float64)
     result = {"reference": reference, "regime": regime, "curve_regime": curve_regime,
               "prices": prices.tolist(), "arms": {}}
-    for arm in read_json(os.path.join(sweep, "sweep_spec.json"))["arm_order"]:
+    for arm in spec["arm_order"]:
         run = os.path.join(sweep, regime, arm)
         if arm == reference or not os.path.isfile(os.path.join(run, "metrics.jsonl")):
             continue
         runs = _per_seed_rows(run)
-        seeds = sorted(set(runs) & set(curves))
-        if len(seeds) < 2:
-            continue
         entry = {}
         for currency in CURRENCIES:
+            viewed = _priced_views(sweep, spec, reference, arm, currency, runs)
+            seeds = viewed["seeds"] if viewed else sorted(set(runs) & set(curves))
+            if len(seeds) < 2:
+                continue
             last = [runs[s][-1] for s in seeds]
             main = np.array([r[f"main_{currency}"] for r in last], np.float64)
             label = np.array([r[f"total_{currency}"] for r in last], np.float64) - main
             if not np.any(label > 0):
+                continue
+            if viewed:
+                entry[currency] = {score: _view_price(runs, seeds, score, viewed) for score in SCORES}
                 continue
             ends = np.array([curves[s][-1][f"total_{currency}"] for s in seeds], np.float64)
             covered = prices[np.all(main[:, None] + prices[None, :] * label[:, None] <= ends[:, None], axis=0)]
@@ -75,6 +83,41 @@ def sweep_prices(sweep: str, *, reference: str = "outcome", regime: str = "attem
             result["arms"][arm] = entry
     return result
 
+
+def _priced_views(sweep: str, spec: dict, reference: str, arm: str, currency: str, runs: dict) -> dict | None:
+    """The reference's matched views of `arm` at every price of a sweep with `prices`
+    (`train.sweep.price_target`; price 1: the plain view), where all are finished: `{"prices" [P],
+    "seeds", score: float [N, P]}` of the reference's own success there, seeds paired with `runs`;
+    None otherwise (the price is then read off the reference's long curve)."""
+    from jaxcredit.rundir_io import MATCHED_REGIMES
+    from jaxcredit.train.sweep import price_target
+
+    if not spec.get("prices"):
+        return None
+    grid = [float(p) for p in spec["prices"]] + [1.0]
+    root = os.path.join(sweep, MATCHED_REGIMES[currency], reference)
+    views = [os.path.join(root, f"to-{arm if p == 1.0 else price_target(arm, p)}", "summary.json") for p in grid]
+    if not all(os.path.isfile(v) for v in views):
+        return None
+    per_view = [{s["seed_index"]: s for s in read_json(v)["seeds"]} for v in views]
+    seeds = sorted(set(runs).intersection(*per_view))
+    return {"prices": grid, "seeds": seeds,
+            **{score: np.array([[view[s][f"{score}_success"] for view in per_view] for s in seeds], np.float64)
+               for score in SCORES}}
+
+
+def _view_price(runs: dict, seeds: list, score: str, viewed: dict) -> dict:
+    """One arm's `p*` for one score from the reference's runs matched to it at each price: each a
+    run of that total, evaluated evenly over it as the arm was over its attempts."""
+    arm = np.array([_run_score(runs[s], score) for s in seeds], np.float64)
+    found = break_even_price(arm[:, None] - viewed[score], viewed["prices"])
+    return {**found, "covered": viewed["prices"], "num_evals": None, "source": "matched views"}
+
+
+def _run_score(rows: list, score: str) -> float:
+    """A run's final greedy success, or its mean over the evaluations after the first."""
+    success = [r["success_greedy"] for r in rows]
+    return float(success[-1] if score == "final" else np.mean(success[1:] or success))
 
 def _score_price(runs, curves, seeds, currency, score, main, label, covered) -> dict:
     """One arm's `p*` for one score in one currency over the covered prices."""
@@ -101,8 +144,12 @@ def _score_price(runs, curves, seeds, currency, score, main, label, covered) -> 
 
 def prices_markdown(record: dict) -> str:
     """The table of `sweep_prices`: one row per arm and currency, `p*` [interval] per score."""
+    viewed = any(r.get("source") == "matched views" for e in record["arms"].values() for c in e.values()
+                 for r in c.values())
+    against = (f"{record['reference']}'s matched runs at each price" if viewed
+               else f"{record['reference']}'s {record['curve_regime']} curve")
     lines = [f"break-even label price p* of each label arm against `{record['reference']}` "
-             f"({record['regime']} runs against {record['reference']}'s {record['curve_regime']} curve)", "",
+             f"({record['regime']} runs against {against})", "",
              "| arm | currency | prices reached | " + " | ".join(f"p* ({s})" for s in SCORES.values()) + " |",
              "| --- | --- | --- |" + " --- |" * len(SCORES)]
     for arm, entry in record["arms"].items():

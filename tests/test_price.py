@@ -1,7 +1,10 @@
 """The break-even label price on hand-built curves (`jaxcredit.analysis.price`)."""
+import dataclasses
 import json
 import math
 import os
+import pathlib
+import shutil
 
 import numpy as np
 import pytest
@@ -120,3 +123,49 @@ def test_jaxcredit_price_prints_the_table_and_refuses_what_is_not_a_sweep(price_
 def test_the_price_plot_draws_one_line_per_arm(price_sweep, tmp_path):
     drawn = plot_price_gaps(sweep_prices(price_sweep), str(tmp_path / "price.png"))
     assert drawn["lines"] == ["exact"] and os.path.getsize(drawn["path"]) > 0
+
+
+def _write_view(root, name, final, average):
+    view = root / f"to-{name}"
+    view.mkdir(parents=True)
+    seeds = [{"seed_index": s, "final_success": final, "average_success": average} for s in range(3)]
+    (view / "summary.json").write_text(json.dumps({"seeds": seeds}))
+
+
+def test_p_star_from_the_reference_matched_at_each_price(price_sweep):
+    """With `prices`, the reference's success at each price is its own run of that total (a matched
+    view), not the long curve: exact's 0.5 against outcome's 0.3, 0.5 and 0.9 at p = 1/4, 1/2, 1
+    crosses at 1/2; its average 0.4 against 0.2, 0.3, 0.5 crosses between 1/2 and 1."""
+    sweep = pathlib.Path(price_sweep)
+    (sweep / "sweep_spec.json").write_text(json.dumps({"arm_order": ["outcome", "exact"], "prices": [0.25, 0.5]}))
+    root = sweep / "matched" / "outcome"
+    for name, final, average in (("exact@0.25", 0.3, 0.2), ("exact@0.5", 0.5, 0.3), ("exact", 0.9, 0.5)):
+        _write_view(root, name, final, average)
+    by_score = sweep_prices(price_sweep)["arms"]["exact"]["env_steps"]
+    assert by_score["final"]["p_star"] == pytest.approx(0.5) and by_score["final"]["source"] == "matched views"
+    assert by_score["final"]["covered"] == [0.25, 0.5, 1.0]
+    assert by_score["average"]["p_star"] == pytest.approx(2 ** -0.5)  # +0.1 at 1/2, -0.1 at 1: halfway in log p
+    assert "outcome's matched runs at each price" in prices_markdown(sweep_prices(price_sweep))
+    shutil.rmtree(root / "to-exact@0.5")  # a price not run yet: back to the long curve
+    assert "source" not in sweep_prices(price_sweep)["arms"]["exact"]["env_steps"]["final"]
+
+
+def test_a_priced_sweep_matches_the_reference_to_main_plus_p_times_label(tmp_path):
+    from jaxcredit.train.sweep import SweepSpec, matched_cells
+
+    tiny = {"length": 3, "num_tokens": 2, "min_useful": 1, "max_useful": 2, "max_turns": 5}
+    spec = SweepSpec("priced", "", {"env": "mad", "env_overrides": tiny, "num_seeds": 2},
+                     {"outcome": {"credit": "outcome"}, "exact": {"credit": "exact"}}, {"attempts": 100},
+                     regimes=("attempts", "matched"), match_on=("env_steps", "policy_evals"), prices=(0.25, 0.5))
+    spec.check()
+    rows = [{"seed_index": s, "eval_index": 1, "main_env_steps": 100 + s, "total_env_steps": 900 + s,
+             "main_policy_evals": 80, "total_policy_evals": 480} for s in range(2)]
+    _write_rows(tmp_path / "attempts" / "exact", rows)
+    summary = {"seeds": [{"seed_index": s, "total_env_steps": 900 + s, "total_policy_evals": 480} for s in range(2)]}
+    cells = matched_cells(spec, {("attempts", "exact"): summary}, str(tmp_path), resume=False, num_seeds=None)
+    targets = {cell.match_on: cell.targets for cell in cells}
+    assert targets["env_steps"] == {"exact": [900, 901], "exact@0.25": [300, 301], "exact@0.5": [500, 501]}
+    assert targets["policy_evals"] == {"exact": [480, 480], "exact@0.25": [180, 180], "exact@0.5": [280, 280]}
+    for bad in ((0.5, 0.25), (0.0, 0.5), (1.0,), ()):
+        with pytest.raises(ValueError, match="prices must be increasing label prices in"):
+            dataclasses.replace(spec, prices=bad).check()

@@ -99,6 +99,7 @@ class SweepSpec:
     claim: str = ""
     nonparametric: bool = False
     tuned: str = ""
+    prices: tuple | None = None
 
     def check(self) -> None:
         """Raise `ValueError` naming what is wrong with the regimes, budgets, `match_on`, `tune`,
@@ -136,6 +137,13 @@ class SweepSpec:
                     for b in budgets):
                 raise ValueError(f"readings: {regime!r} must be 'attempts' with a list of budgets in "
                                  f"(0, {self.budgets.get('attempts')}], got {budgets!r}")
+        if self.prices is not None:
+            prices = list(self.prices) if isinstance(self.prices, (list, tuple)) else None
+            if (not prices or "matched" not in self.regimes or any(
+                    isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 < p < 1 for p in prices)
+                    or sorted(set(prices)) != prices):
+                raise ValueError(f"prices must be increasing label prices in (0, 1) (price 1 is the matched "
+                                 f"regime's own target) and need regime 'matched'; got {self.prices!r}")
         if self.tuned and self.tune is not None:
             raise ValueError("tuned (a recorded tuning's choices) and tune (a tuning phase) exclude each other")
         if self.tune is not None:
@@ -234,11 +242,29 @@ def _seed_totals(summary: dict, counter: str, cell_dir: str) -> list:
     return [int(t) for t in seed_measures(read_jsonl(os.path.join(cell_dir, "metrics.jsonl")))[counter]]
 
 
+def price_target(arm: str, price: float) -> str:
+    """`"mc@0.25"`: the matched target of label arm `arm` with its label work charged at `price`
+    (its view is `to-mc@0.25/`)."""
+    return f"{arm}@{price:g}"
+
+
+def _priced_totals(totals: list, cell_dir: str, currency: str, price: float) -> list:
+    """Per seed, `main + price * label` in `currency` of the finished run at `cell_dir` whose totals
+    are `totals` (main: its last metrics rows' `main_<currency>`; label: the rest)."""
+    last: dict = {}
+    for row in read_jsonl(os.path.join(cell_dir, "metrics.jsonl")):
+        if row["eval_index"] >= last.get(row["seed_index"], {}).get("eval_index", -1):
+            last[row["seed_index"]] = row
+    mains = [float(last[seed][f"main_{currency}"]) for seed in sorted(last)]
+    return [int(round(m + price * (t - m))) for m, t in zip(mains, totals)]
+
+
 def matched_cells(spec: SweepSpec, summaries: dict, out: str, *, resume: bool, num_seeds: int | None,
                   log: tuple = (), chosen: dict | None = None) -> list:
     """The matched regime's cells: per currency of `spec.match_on`, one per label-free arm (at its
     `chosen` overrides), targeting every label arm's per-seed total in that currency from its
-    `attempts` summary (in `summaries`)."""
+    `attempts` summary (in `summaries`), and with `spec.prices` its total with the label work at
+    each price (`price_target`)."""
     credits = spec.credits
     cells = []
     for currency in spec.match_on:
@@ -250,6 +276,10 @@ def matched_cells(spec: SweepSpec, summaries: dict, out: str, *, resume: bool, n
                    for arm in label_arms(credits)}  # the matched runs' seeds are the first of the attempts runs'
         if not targets:
             return []
+        for arm in list(targets) if spec.prices else ():
+            for price in spec.prices:
+                targets[price_target(arm, price)] = _priced_totals(targets[arm], os.path.join(out, "attempts", arm),
+                                                                   currency, price)
         for arm in label_free_arms(credits, spec.reference_arm):
             config = spec.arm_config(arm, num_seeds=seeds, budget_counter=counter, budget=spec.budgets["attempts"],
                                      overrides=(chosen or {}).get(arm), **fields)
@@ -291,7 +321,7 @@ def run_sweep(spec: SweepSpec, out: str, *, resume: bool = False, num_seeds: int
 DOC_FIELDS = ("cpu_minutes", "description")  # words about a sweep, not its design: resuming may update them
 # left out of sweep_spec.json at these values, so sweeps written before them read and resume as they were
 _OPTIONAL_FIELDS = {"match_on": ["env_steps"], "tune": None, "regime_fields": None, "readings": None, "claim": "",
-                    "nonparametric": False, "tuned": ""}
+                    "nonparametric": False, "tuned": "", "prices": None}
 
 
 TUNE_ORDER = "tune_order"  # the tuning axes' order where it is not sorted: it numbers the grid points
