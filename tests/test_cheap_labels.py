@@ -127,7 +127,7 @@ def _always_note(env):
     return policy_fn
 
 
-@pytest.mark.parametrize("k", [1, 2, 4, 8])
+@pytest.mark.parametrize("k", [1, 2])  # cost grows as K; the K = 4, 8 arms only scale it
 def test_label_costs_by_hand(batch, k):
     env, params, _, problems, _ = batch
     policy_fn = _always_note(env)

@@ -1,5 +1,6 @@
 """Named sweeps (`get_preset`): `quick` (its settings from `quick-tuning`), `mad-study`, `arithmetic-study`,
-`density-study`, `density-fixed`, `mad-study-tuned` and `decorative-study`.
+`density-study`, `density-fixed`, `mad-study-tuned`, `decorative-study` and the label-price studies
+`credit-price`, `credit-price-decorative` and `credit-price-routine`.
 
 Every preset runs the regimes `attempts` (equal main attempts) and `fixed-steps` (a fixed cap on
 total env steps), and most also `matched` (the outcome arm given exactly each label arm's total env
@@ -230,6 +231,47 @@ PRESETS["decorative-study"] = SweepSpec(
     cpu_minutes="1h48m42s of cells' wall time measured on a 2-core CPU at a load of 5-11 (two cells at a time on a "
                 "local Ray): tuning 1h18m51s (36 runs), attempts 11m47s, fixed-steps 18m05s",
 )
+
+
+# credit-price: cheaper labels priced against outcome. Each label arm's work is charged at every price p
+# of PRICE_GRID below 1 (the matched regime's `prices`), so outcome is matched to main + p x label.
+CREDIT_PRICE_PRICES = tuple(2.0 ** -k for k in range(6, 0, -1))  # 1/64 .. 1/2; price 1 is the plain target
+CHEAP_ARMS = {"mc-k1": {"credit": "mc", "credit_options.continuations": 1},
+              "mc-select-0.25": {"credit": "mc", "credit_options.branch_fraction": 0.25}}
+_CREDIT_PRICE_TUNING = {**EQUAL_TUNING, "num_seeds": 5, "rule": "halving", "eta": 3, "rungs": 3}
+PRESETS["credit-price"] = dataclasses.replace(
+    _MAD_STUDY, name="credit-price",
+    description="default MAD, outcome vs critic vs mc with K = 1 vs mc branching 1/4 of the steps, tuned as "
+                "mad-study is, 5 paired seeds at 40,000 attempts, outcome matched to each label arm's total "
+                "with its labels at every price from 1/64 to 1",
+    arms={"outcome": {"credit": "outcome"}, "critic": {"credit": "critic"}, **CHEAP_ARMS},
+    regimes=("attempts", "matched"), budgets={"attempts": 40_000}, match_on=("env_steps",),
+    regime_fields=None, readings=None, claim="", prices=CREDIT_PRICE_PRICES, tune=_CREDIT_PRICE_TUNING,
+    cpu_minutes="not measured yet; projected on a 2-core CPU from mad-study's cells: tuning about 4.5 hours "
+                "(4 arms; mad-study's 6 took about 5 hours of wall time), attempts about 45 minutes (mad-study's "
+                "15 seeds: outcome 23m, critic 27m, mc with K = 4 1h37m), matched about 45 minutes (to mc "
+                "branching 1/4's ~2.5M env steps per seed)")
+PRESETS["credit-price-decorative"] = dataclasses.replace(
+    PRESETS["decorative-study"], name="credit-price-decorative",
+    description="small MAD with 2 decorative actions, outcome vs mc with K = 1 vs mc branching 1/4 of the "
+                "steps, tuned as mad-study is, 5 paired seeds, outcome matched at every price from 1/64 to 1",
+    arms={"outcome": {"credit": "outcome"}, **CHEAP_ARMS}, regimes=("attempts", "matched"),
+    budgets={"attempts": 4_000}, prices=CREDIT_PRICE_PRICES, tune=_CREDIT_PRICE_TUNING,
+    cpu_minutes="not measured yet; projected about 1 hour on a 2-core CPU (decorative-study: 1h19m of tuning for "
+                "5 arms on 3 seeds, 12m of attempts cells)")
+PRESETS["credit-price-routine"] = SweepSpec(
+    name="credit-price-routine",
+    description="Routine (fatal), D = 4 decisions at density 1/8 (H = 32), right actions hidden, outcome vs mc "
+                "with K = 1 vs mc branching 1/4 of the steps, tuned as mad-study is, 5 paired seeds, outcome "
+                "matched at every price from 1/64 to 1",
+    base={"env": "routine", "env_overrides": {"decisions": DENSITY_FIXED_DECISIONS, "density": 0.125, "cue": "index"},
+          "learning_rate": 3e-3, "num_seeds": 5, "num_evals": 16, "eval_problems": 128, "problems_per_iteration": 16,
+          "attempts_per_problem": 4, "holdout_fraction": 0.0},
+    arms={"outcome": {"credit": "outcome"}, **CHEAP_ARMS},
+    budgets={"attempts": 4_096}, regimes=("attempts", "matched"), prices=CREDIT_PRICE_PRICES,
+    tune={**_CREDIT_PRICE_TUNING, "score": "area"},
+    cpu_minutes="not measured yet; projected about 1.5 hours on a 2-core CPU (density-fixed: 6h56m of tuning for "
+                "15 arms on 3 seeds)")
 
 
 def get_preset(name: str) -> SweepSpec:

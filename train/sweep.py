@@ -381,7 +381,7 @@ def spec_from_record(record: dict, out: str | None = None) -> SweepSpec:
     values = {k: v for k, v in record.items() if k in {f.name for f in dataclasses.fields(SweepSpec)}}
     if "arm_order" in record:
         values["arms"] = {arm: record["arms"][arm] for arm in record["arm_order"]}
-    for key in ("regimes", "match_on"):
+    for key in ("regimes", "match_on", "prices"):
         if key in values:
             values[key] = tuple(values[key])
     tune = values.get("tune")
