@@ -16,7 +16,7 @@ import os
 import numpy as np
 
 from jaxcredit.analysis.price import PRICE_GRID, break_even_price, outcome_at
-from jaxcredit.rundir_io import read_json, read_jsonl
+from jaxcredit.rundir_io import MATCHED_REGIMES, price_target, read_json, read_jsonl
 
 CURRENCIES = {"env_steps": "env steps", "policy_evals": "policy evaluations"}
 SCORES = {"final": "final success", "average": "average success"}
@@ -89,9 +89,6 @@ def _priced_views(sweep: str, spec: dict, reference: str, arm: str, currency: st
     (`train.sweep.price_target`; price 1: the plain view), where all are finished: `{"prices" [P],
     "seeds", score: float [N, P]}` of the reference's own success there, seeds paired with `runs`;
     None otherwise (the price is then read off the reference's long curve)."""
-    from jaxcredit.rundir_io import MATCHED_REGIMES
-    from jaxcredit.train.sweep import price_target
-
     if not spec.get("prices"):
         return None
     grid = [float(p) for p in spec["prices"]] + [1.0]

@@ -2,10 +2,10 @@
 
 One call registers an environment: its class (a frozen dataclass subclassing `jaxcredit.Environment`,
 known by its `name`), its plain-Python reference (the test oracle and benchmark baseline, built with
-the environment's `config()`) and its versioned ids (`"MAD-v0"`). The built-in environments register themselves when `jaxcredit.envs` is
-imported, each at the end of its own module; user code registers its own from any module (a
-`--plugin` file or package, `jaxcredit.plugins`), the way a credit arm registers with
-`jaxcredit.register_credit_arm`. Everything that lists or builds environments (`make`,
+the environment's `config()`) and its versioned ids (`"MAD-v0"`). The built-in environments
+register themselves when `jaxcredit.envs` is imported, each at the end of its own module; user
+code registers its own from any module (a `--plugin` file or package, `jaxcredit.plugins`), the
+way a credit arm registers with `jaxcredit.register_credit_arm`. Everything that lists or builds environments (`make`,
 `make_reference`, `TrainConfig`'s validation, the gradient-SNR study's choice) reads these tables
 when it runs, never a copy taken at import.
 

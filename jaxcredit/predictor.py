@@ -7,8 +7,9 @@ with the mean return of K continuations under a labelling policy (π₀, or a ru
 it. During training the model's predictions are the action labels. Everything the labels cost is
 charged once, to the ledger's `predictor` account. `visited_states`, `build_dataset`,
 `fit_predictor` (full-batch Adam), `predicted_action_values` and `prepare_predictor` (all of it,
-once) build it; `heldout_accuracy` scores it against exact advantages. The model is a fresh copy of the policy Transformer, whose zero-initialised
-action head predicts 0 before fitting. See docs/training.md#the-offline-action-value-predictor-predictor.
+once) build it; `heldout_accuracy` scores it against exact advantages. The model is a fresh copy
+of the policy Transformer, whose zero-initialised action head predicts 0 before fitting.
+See docs/training.md#the-offline-action-value-predictor-predictor.
 
 Shape letters: N states, A actions, L observation length, K continuations, E held-out states,
 V validation problems.

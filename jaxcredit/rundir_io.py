@@ -52,6 +52,12 @@ def is_matched(regime: str) -> bool:
     return regime in MATCHED_COUNTERS
 
 
+def price_target(arm: str, price: float) -> str:
+    """`"mc@0.25"`: the matched target of label arm `arm` with its label work charged at `price`
+    (a sweep with `prices`; its view is `to-mc@0.25/`)."""
+    return f"{arm}@{price:g}"
+
+
 def table_regimes(regimes, match_on=None) -> list:
     """The regimes a sweep's tables and directories have: its `regimes`, with `matched` replaced by
     the matched regime of each currency in `match_on` (`MATCHED_REGIMES`; None: `env_steps` alone)."""

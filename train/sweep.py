@@ -49,6 +49,7 @@ from jaxcredit.rundir_io import (
     RunLock,
     check_writable_dir,
     matched_cell,
+    price_target,
     reading_measures,
     remove_leftovers,
     seed_measures,
@@ -240,12 +241,6 @@ def _seed_totals(summary: dict, counter: str, cell_dir: str) -> list:
     if all(counter in s for s in seeds):
         return [int(s[counter]) for s in seeds]
     return [int(t) for t in seed_measures(read_jsonl(os.path.join(cell_dir, "metrics.jsonl")))[counter]]
-
-
-def price_target(arm: str, price: float) -> str:
-    """`"mc@0.25"`: the matched target of label arm `arm` with its label work charged at `price`
-    (its view is `to-mc@0.25/`)."""
-    return f"{arm}@{price:g}"
 
 
 def _priced_totals(totals: list, cell_dir: str, currency: str, price: float) -> list:

@@ -2,7 +2,7 @@
 
 Each subcommand is a `_cmd_*` function beside the `add_*` function that registers it, one module
 per group of commands: `running` (train, sweep, gate, suite, status, pack), `solving` (play, solve,
-greedy), `analysis` (audit, snr, rank, quality, identify), `inspecting` (report, compare, replay), `agents`
+greedy), `analysis` (audit, snr, rank, quality, identify), `inspecting` (report, compare, replay, price, card), `agents`
 (agent play, audit transcripts) and `benchmarking` (bench); `build_parser` assembles them in `COMMANDS`' order. The
 work is the library's (problems and actions by name: `jaxcredit.envs.parse_problem`,
 `replay_action_names`; policy checkpoints: `jaxcredit.checkpoint.load_policy_checkpoint`), the
@@ -26,7 +26,7 @@ COMMANDS = (
     benchmarking.add_bench, solving.add_play, running.add_train, running.add_sweep, running.add_gate,
     solving.add_greedy, running.add_pack, running.add_status, running.add_suite, solving.add_solve,
     analysis.add_snr, analysis.add_rank, analysis.add_audit, analysis.add_predictor_quality, analysis.add_identify,
-    inspecting.add_report, inspecting.add_compare, inspecting.add_replay, inspecting.add_price,
+    inspecting.add_report, inspecting.add_compare, inspecting.add_replay, inspecting.add_price, inspecting.add_card,
     agents.add_agent,
 )
 

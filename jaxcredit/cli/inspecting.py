@@ -165,3 +165,43 @@ def add_price(commands) -> None:
     price.add_argument("--plot", help="draw each arm's lead against the price here (PNG)")
     price.add_argument("--json", action="store_true", help="print the record as one JSON object")
     price.set_defaults(handler=_cmd_price)
+
+
+def _cmd_card(args) -> None:
+    from jaxcredit.analysis.card import card_for_config
+    from jaxcredit.suite.card_check import check_path, checked_card_markdown
+    from jaxcredit.train.rundir import write_json_atomic
+
+    if not os.path.isdir(args.path):
+        raise CommandError(f"{args.path}: no such run or audit directory")
+    if not args.check:
+        config_path = os.path.join(args.path, "config.json")
+        if not os.path.isfile(config_path):
+            raise CommandError(f"{args.path}: not a run directory (no config.json); an audit's card needs --check")
+        from jaxcredit.rundir_io import read_json
+
+        card = card_for_config(read_json(config_path), subject=f"run {os.path.basename(os.path.abspath(args.path))}")
+        print_json(card.to_dict()) if args.json else print(card.to_markdown(), end="")
+        return
+    checked = check_path(args.path, seed_index=args.seed_index, problems=args.problems, seed=args.seed)
+    if args.out:
+        write_json_atomic(args.out, checked)
+    if args.json:
+        print_json(checked)
+        return
+    print(checked_card_markdown(checked), end="")
+
+
+def add_card(commands) -> None:
+    card = commands.add_parser("card", help="the CA-ID card of a run; with --check, each field's falsification "
+                                            "control run on a small shared subset (passed, failed or not applicable)")
+    card.add_argument("path", help="a run directory (its config.json and final policies) or, with --check, an audit "
+                                   "directory (its audit.json)")
+    card.add_argument("--check", action="store_true", help="run each field's control and mark it")
+    card.add_argument("--seed-index", type=int, default=0, help="the run's seed whose final policy is checked")
+    card.add_argument("--problems", type=int, default=16, help="problems of the subset (each played the run's "
+                                                               "attempts per problem times; default 16)")
+    card.add_argument("--seed", type=int, default=0, help="the subset's key (default 0)")
+    card.add_argument("--out", help="with --check: write the checked card (JSON) here")
+    card.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    card.set_defaults(handler=_cmd_card)
