@@ -4,7 +4,7 @@ legal-action pickers against each other, and the suite's JSON through the comman
 import io
 import json
 import os
-import time
+import types
 
 import jax
 import jax.numpy as jnp
@@ -143,15 +143,19 @@ def test_bench_bad_sizes_exit_2(capsys):
     assert "batch sizes must be in [1, 2147483647], got 0 (comma-separated" in capsys.readouterr().err
 
 
-def test_time_interleaved_and_table():
+def test_time_interleaved_and_table(monkeypatch):
     calls = []
     timed = time_interleaved({"a": lambda: calls.append("a") or 1, "b": lambda: calls.append("b") or 2},
                              repeats=3, warmup=1, min_sample_seconds=0.0)
     assert calls == ["a", "b"] + ["a", "b"] * 3  # warm-up, then interleaved rounds of one call each
     assert timed["a"][1] == 1 and timed["b"][1] == 2 and timed["a"][0] >= 0
+    clock = [0.0]  # a call of 4 ms on a clock of its own: the sample's size does not depend on the load
+    monkeypatch.setitem(time_interleaved.__globals__, "time", types.SimpleNamespace(perf_counter=lambda: clock[0]))
     slow_calls = []
-    time_interleaved({"slow": lambda: slow_calls.append(time.sleep(0.004))}, repeats=2, min_sample_seconds=0.01)
-    assert 1 + 2 * 2 <= len(slow_calls) <= 1 + 2 * 3  # samples of ~3 calls of 4 ms for 10 ms
+    timed = time_interleaved({"slow": lambda: slow_calls.append(clock.__setitem__(0, clock[0] + 0.004))},
+                             repeats=2, min_sample_seconds=0.01)
+    assert len(slow_calls) == 1 + 2 * 3  # the warm-up, then 2 samples of ceil(10 / 4) = 3 calls
+    assert timed["slow"][0] == pytest.approx(0.004)
     with pytest.raises(ValueError, match="repeats"):
         time_interleaved({"a": lambda: 0}, repeats=0)
     buffer = io.StringIO()
