@@ -97,6 +97,8 @@ class CreditResult(NamedTuple):
         state (`credit.solver_menu_values`; what the value-target objectives train on) for the arms
         that enumerate the graph (exact, solver), else None. It costs nothing beyond `charge`.
       critic_coef: the weight of the value head's squared error in the loss (with `critic_batch`).
+      prepared: the arm's state for the next iteration (its `prepare`'s pytree, the same structure:
+        an arm that remembers earlier batches), or None: the state stays as it is.
     """
 
     advantage: jax.Array
@@ -104,6 +106,7 @@ class CreditResult(NamedTuple):
     charge: dict
     action_values: Any = None
     critic_coef: float = 1.0
+    prepared: Any = None
 
 
 class CardText(NamedTuple):

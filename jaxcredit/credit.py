@@ -319,6 +319,37 @@ def anchor_advantage(
     return _on_live(trajectory, episode + step_weight * own)
 
 
+def text_matched_advantage(trajectory: Trajectory, memory: dict | None = None, *,
+                           discount: float = 1.0) -> tuple[jax.Array, dict | None]:
+    """Text-matched credit, as a pipeline that cannot restore an environment estimates it: each live
+    step is matched by what the policy was shown (its observation tokens, `states.observation`)
+    to every logged step that looked the same, in this batch and in `memory` (earlier batches).
+    `A_t = Q̂(o_t, a_t) − V̂(o_t)`: the mean return-to-go (`discount`) of the matched steps that took
+    the same action, minus that of all matched steps. float32 `[B, T]` (0 for a step matched only
+    to itself).
+
+    `memory`: `{"observation" int32 [M, L], "action" int32 [M], "to_go" float32 [M], "valid" bool
+    [M]}`, the steps of the last `M / (B * T)` batches, or None (this batch alone). Returns
+    `(advantage, memory)`, the memory with this batch's steps in place of its oldest batch.
+    """
+    batch, turns = trajectory.live.shape
+    observation = trajectory.states.observation.reshape(batch * turns, -1)
+    action = trajectory.action.reshape(-1)
+    to_go = _returns_to_go(trajectory.reward, discount).reshape(-1)
+    valid = trajectory.live.reshape(-1)
+    pool = {"observation": observation, "action": action, "to_go": to_go, "valid": valid}
+    if memory is not None:
+        pool = jax.tree_util.tree_map(lambda old, new: jnp.concatenate([old, new]), memory, pool)
+    same = jnp.all(observation[:, None, :] == pool["observation"][None, :, :], axis=-1) & pool["valid"][None, :]
+    same_action = same & (action[:, None] == pool["action"][None, :])  # [n, n_pool], each step matches itself
+    def mean(mask):
+        return jnp.sum(mask * pool["to_go"][None, :], axis=1) / jnp.maximum(jnp.sum(mask, axis=1), 1)
+    advantage = (mean(same_action) - mean(same)).reshape(batch, turns)
+    if memory is not None:  # the oldest batch out, this one in
+        memory = jax.tree_util.tree_map(lambda x: x[batch * turns:], pool)
+    return _on_live(trajectory, advantage), memory
+
+
 # ----- Monte Carlo values by branching (label work: record their counts in the "label" account) -----
 
 def _flatten(tree, ndims: int = 2):

@@ -60,7 +60,7 @@ def test_an_unknown_credit_is_one_line_naming_the_registered_arms(tmp_path, caps
     assert main(["train", "--credit", "nope", "--out", str(tmp_path / "x")]) == 2
     err = capsys.readouterr().err
     assert err == ("jaxcredit: error: config.credit: unknown value 'nope'; choices: outcome, mc, exact, solver, "
-                   "anchor, critic, predictor, progress-soft, progress-hard, progress-model\n")
+                   "anchor, critic, predictor, progress-soft, progress-hard, progress-model, text-matched\n")
     assert not (tmp_path / "x").exists()
 
 

@@ -225,9 +225,10 @@ class Trainer:
         checks = (all_finite((advantage, action_values)), grads_finite, all_finite(params))  # NONFINITE's order
         first = jnp.argmin(jnp.stack(checks)).astype(jnp.int32) + 1  # the first False
         nonfinite = jnp.where(state.nonfinite > 0, state.nonfinite, jnp.where(jnp.all(jnp.stack(checks)), 0, first))
+        prepared = state.prepared if result.prepared is None else result.prepared  # an arm's memory, carried on
         return state.replace(params=params, opt_state=opt_state, ledger=ledger, iteration=state.iteration + 1,
                              last_iteration_env_steps=ledger.total_env_steps - state.ledger.total_env_steps,
-                             nonfinite=nonfinite)
+                             nonfinite=nonfinite, prepared=prepared)
 
     def run_until(self, state: TrainState, main_episodes_limit: jax.Array, total_env_steps_limit: jax.Array,
                   total_policy_evals_limit: jax.Array) -> TrainState:

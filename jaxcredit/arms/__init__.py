@@ -4,13 +4,13 @@ arm (`docs/extending.md`). What several arms share is in `shared`.
 
 Importing this package registers them, in this order: `outcome`, `mc`, `exact`, `solver`,
 `anchor`, `critic`, `predictor`, `progress-soft` and `progress-hard` (both in `progress`),
-`progress-model`. The contract and the registry are `jaxcredit.arm_registry`; what each arm
+`progress-model`, `text-matched`. The contract and the registry are `jaxcredit.arm_registry`; what each arm
 computes and charges: `docs/training.md` (Credit estimators).
 """
 
 # isort: off
 # Each module registers its arm when it is imported: this line's order is the registry's.
-from jaxcredit.arms import outcome, mc, exact, solver, anchor, critic, predictor, progress, progress_model
+from jaxcredit.arms import outcome, mc, exact, solver, anchor, critic, predictor, progress, progress_model, text_matched
 # isort: on
 from jaxcredit.arms.anchor import AnchorOptions, anchor_arm
 from jaxcredit.arms.critic import CriticOptions, critic_arm, critic_labels
@@ -29,12 +29,14 @@ from jaxcredit.arms.shared import (
     q_advantage,
 )
 from jaxcredit.arms.solver import SOLVER_POLICIES, SolverOptions, solver_arm
+from jaxcredit.arms.text_matched import TextMatchedOptions, text_matched_arm
 
-BUILT_IN_MODULES = (outcome, mc, exact, solver, anchor, critic, predictor, progress, progress_model)
+BUILT_IN_MODULES = (outcome, mc, exact, solver, anchor, critic, predictor, progress, progress_model, text_matched)
 
 __all__ = ["BUILT_IN_MODULES", "MAX_ENUMERATED", "MC_VARIANTS", "OBSERVED_STATE", "OUTCOME_BASELINES",
            "SOLVER_POLICIES", "AnchorOptions", "CriticOptions", "ExactOptions", "McOptions", "OutcomeOptions",
            "PredictorOptions", "ProgressHardOptions", "ProgressModelOptions", "ProgressSoftOptions", "SolverOptions",
+           "TextMatchedOptions", "text_matched_arm",
            "anchor_arm", "check_replacement_option", "critic_arm", "critic_labels", "critic_values", "exact_arm",
            "mc_arm", "mc_q_arm", "mc_td_arm", "outcome_arm", "predictor_arm", "predictor_network",
            "predictor_prepare", "progress_hard_arm", "progress_model_arm", "progress_soft_arm", "q_advantage",
