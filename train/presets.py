@@ -1,6 +1,6 @@
 """Named sweeps (`get_preset`): `quick` (its settings from `quick-tuning`), `mad-study`, `arithmetic-study`,
 `density-study`, `density-fixed`, `mad-study-tuned`, `decorative-study` and the label-price studies
-`credit-price`, `credit-price-decorative` and `credit-price-routine`.
+`credit-price`, `credit-price-decorative` and `credit-price-routine`, and `text-matched-study`.
 
 Every preset runs the regimes `attempts` (equal main attempts) and `fixed-steps` (a fixed cap on
 total env steps), and most also `matched` (the outcome arm given exactly each label arm's total env
@@ -272,6 +272,22 @@ PRESETS["credit-price-routine"] = SweepSpec(
     tune={**_CREDIT_PRICE_TUNING, "score": "area"},
     cpu_minutes="not measured yet; projected about 1.5 hours on a 2-core CPU (density-fixed: 6h56m of tuning for "
                 "15 arms on 3 seeds)")
+
+
+# text-matched credit in training: small MAD, whose token observation hides the turns left, so logged steps
+# matched by observation pool states whose exact credit differs (docs/results/identification.md)
+PRESETS["text-matched-study"] = SweepSpec(
+    name="text-matched-study",
+    description="small MAD (turns left hidden from the observation), outcome vs text-matched credit (logged steps "
+                "matched by observation, a replay window of 4 batches) vs restored-state exact credit, tuned as "
+                "mad-study is, 5 paired seeds at equal attempts",
+    base={"env": "mad", "env_overrides": _SMALL_MAD, "learning_rate": 3e-3, "num_seeds": 5, "num_evals": 16,
+          "eval_problems": 128, "problems_per_iteration": 16, "attempts_per_problem": 4},
+    arms={"outcome": {"credit": "outcome"}, "text-matched": {"credit": "text-matched"},
+          "exact": {"credit": "exact"}},
+    budgets={"attempts": 4_000}, regimes=("attempts",), tune=_CREDIT_PRICE_TUNING, nonparametric=True,
+    cpu_minutes="not measured yet; projected about 1 hour on a 2-core CPU (decorative-study: 1h19m of tuning for 5 "
+                "arms on 3 seeds of a 12-turn small MAD)")
 
 
 def get_preset(name: str) -> SweepSpec:
