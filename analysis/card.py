@@ -186,6 +186,24 @@ def card_for_audit(audit: dict, *, policy: str) -> CAIDCard:
     )
 
 
+def checked_card_markdown(checked: dict, level: int = 3) -> str:
+    """A checked card (`jaxcredit.suite.card_check`'s dict: `card`, `checks`, `policy`) as Markdown:
+    each field with its check's status and result beside it."""
+    card = CAIDCard(**checked["card"])
+    lines = [f"{'#' * level} CA-ID card: {card.subject} (checked)", ""]
+    for name in FIELDS:
+        check = checked["checks"][name]
+        status = check["status"]
+        applies = status != "not applicable"
+        detail = check["text"] if applies else check["text"].removeprefix("not applicable, ")
+        mark = f"**{status}**" + (f": {detail}" if applies else f", {detail}")
+        lines.append(f"- **{TITLES[name]}**: {getattr(card, name)}")
+        lines.append(f"  - check: {mark}")
+    if checked.get("policy"):
+        lines += ["", f"Checked on {checked['policy']}."]
+    return "\n".join(lines) + "\n"
+
+
 def cards_markdown(cards: list[CAIDCard]) -> str:
     """All cards as one Markdown document."""
     return "\n".join(card.to_markdown() for card in cards)

@@ -209,7 +209,7 @@ def results_page(path: str, page: str, *, command: str, sweep_command: str | Non
         record_command=record_command, link=link, run_dir_text=run_dir_text, reading=reading_block(page),
         curves=curves, family_curves=family_curves,
         prepared=prepared_sections({f"{r}/{arm}": run for r, runs in cells.items() for arm, run in runs.items()}),
-        audits=audits, cards=cards)
+        audits=audits, cards=cards, checked=_checked_cards(path))
     text = page_markdown(m, parts)
     _write_json(os.path.join(files, "summary.json"), summary_record(m, command=command, audits=list(audits)))
     return text
@@ -227,6 +227,15 @@ def _check_page_place(sweep_dir: str, files: str, record: str) -> bool:
                          "nothing is written into a sweep")
     check_kind(files, "page", "report --page")
     return False
+
+
+CHECKED_CARDS = "checked-cards.json"  # `jaxcredit card --check SWEEP --out SWEEP/checked-cards.json`
+
+
+def _checked_cards(path: str) -> dict | None:
+    """The sweep's (or record's) checked cards, where `jaxcredit card --check` wrote them."""
+    found = os.path.join(path, CHECKED_CARDS)
+    return read_json(found, expect=dict) if os.path.isfile(found) else None
 
 
 def write_results_page(sweep_dir: str, page: str, *, command: str | None = None, sweep_command: str | None = None,

@@ -17,7 +17,7 @@ import math
 import re
 from typing import NamedTuple
 
-from jaxcredit.analysis.card import cards_markdown
+from jaxcredit.analysis.card import cards_markdown, checked_card_markdown
 from jaxcredit.analysis.classes import format_class_table
 from jaxcredit.analysis.findings import findings_lines, not_shown_lines
 from jaxcredit.analysis.gates import gate_lines
@@ -44,7 +44,8 @@ class PageParts(NamedTuple):
     the page names it; `reading`: the hand-written reading kept (None: the placeholder); `curves`:
     `{regime: image lines}` and `family_curves` `{family: image lines}` of the learning-curve plots;
     `prepared`: the arms' sections on their work before training (`analysis.prepared`); `audits`:
-    `{name: audit.json}` with the policy named as the page names it; `cards`: the CA-ID cards."""
+    `{name: audit.json}` with the policy named as the page names it; `cards`: the CA-ID cards;
+    `checked`: the sweep's `checked-cards.json` (`{"arms": {arm: checked card}}`), or None."""
     title: str
     command: str
     sweep_command: str | None
@@ -57,6 +58,7 @@ class PageParts(NamedTuple):
     prepared: list
     audits: dict
     cards: list
+    checked: dict | None = None
 
 
 def reading_of(text: str) -> str | None:
@@ -547,5 +549,11 @@ def page_markdown(m: PageMeasures, parts: PageParts) -> str:
     lines += parts.prepared
     lines += audit_lines(parts.audits, link=parts.link, run_dir_text=parts.run_dir_text)
     lines += ["## CA-ID cards", "", cards_markdown(parts.cards)]
+    if parts.checked:
+        lines += ["## Checked CA-ID cards", "",
+                  "Each field's falsification control, run by `jaxcredit card --check` on the arm's attempts cell "
+                  "(its seed-0 final policy, a small shared subset; what each control means: docs/analysis.md, "
+                  "Card checks).", ""]
+        lines += [checked_card_markdown(checked) for checked in parts.checked["arms"].values()]
     lines += _made_lines(m, parts)
     return "\n".join(lines).rstrip("\n") + "\n"

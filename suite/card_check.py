@@ -22,7 +22,7 @@ import os
 import jax
 import numpy as np
 
-from jaxcredit.analysis.card import FIELDS, TITLES, CAIDCard, card_for_config
+from jaxcredit.analysis.card import FIELDS, card_for_config, checked_card_markdown
 from jaxcredit.analysis.classes import CLASSES, NOT_LIVE, classify_actions
 from jaxcredit.analysis.exact import exact_credit, exact_step_values
 from jaxcredit.checkpoint import load_policy, policy_checkpoint_path
@@ -254,27 +254,31 @@ def check_audit(audit_dir: str) -> dict:
     return {"card": card.to_dict(), "policy": audit.get("policy"), "checks": checks}
 
 
+def check_sweep(sweep_dir: str, **kwargs) -> dict:
+    """`{"arms": {arm: check_run(...)}}`: every arm of a sweep, checked on its `attempts` cell (where
+    it has one; `kwargs` as `check_run`'s). Written as the sweep's `checked-cards.json`, a results
+    page shows each checked card."""
+    spec = read_json(os.path.join(sweep_dir, "sweep_spec.json"))
+    arms = {}
+    for arm in spec.get("arm_order") or list(spec.get("arms", {})):
+        run = os.path.join(sweep_dir, "attempts", arm)
+        if os.path.isfile(os.path.join(run, "config.json")):
+            arms[arm] = check_run(run, **kwargs)
+            arms[arm]["card"]["subject"] = f"sweep {spec.get('name', '?')} / arm {arm}"
+    if not arms:
+        raise ValueError(f"{sweep_dir}: no attempts cell to check")
+    return {"arms": arms}
+
+
 def check_path(path: str, **kwargs) -> dict:
-    """`check_audit` for a directory with `audit.json`, else `check_run`."""
+    """`check_audit` for a directory with `audit.json`, `check_sweep` for one with `sweep_spec.json`,
+    else `check_run`."""
     if os.path.isfile(os.path.join(path, "audit.json")):
         return check_audit(path)
+    if os.path.isfile(os.path.join(path, "sweep_spec.json")):
+        return check_sweep(path, **kwargs)
     return check_run(path, **kwargs)
 
 
-def checked_card_markdown(checked: dict, level: int = 3) -> str:
-    """The card with each field's check beside it."""
-    card = CAIDCard(**checked["card"])
-    lines = [f"{'#' * level} CA-ID card: {card.subject} (checked)", ""]
-    for name in FIELDS:
-        check = checked["checks"][name]
-        status = check["status"]
-        detail = check["text"] if status != NOT_APPLICABLE else check["text"].removeprefix("not applicable, ")
-        mark = f"**{status}**" + (f", {detail}" if status == NOT_APPLICABLE else f": {detail}")
-        lines.append(f"- **{TITLES[name]}**: {getattr(card, name)}")
-        lines.append(f"  - check: {mark}")
-    if checked.get("policy"):
-        lines += ["", f"Checked on {checked['policy']}."]
-    return "\n".join(lines) + "\n"
-
-
-__all__ = ["FAILED", "NOT_APPLICABLE", "PASSED", "check_audit", "check_path", "check_run", "checked_card_markdown"]
+__all__ = ["FAILED", "NOT_APPLICABLE", "PASSED", "check_audit", "check_path", "check_run", "check_sweep",
+           "checked_card_markdown"]

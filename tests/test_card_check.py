@@ -60,6 +60,34 @@ def test_the_exact_arm_passes_and_a_flipped_arm_fails_its_provenance(tmp_path, f
     assert "check: **failed**: sign agreement with exact restored" in checked_card_markdown(flipped)
 
 
+def test_a_sweeps_arms_are_checked_and_its_results_page_shows_them(tmp_path):
+    """`check_sweep` checks every arm's attempts cell; its `checked-cards.json` in the sweep directory
+    puts each checked card on the sweep's results page, and the page's record keeps it."""
+    from jaxcredit.analysis.page import write_results_page
+    from jaxcredit.suite.card_check import check_sweep
+
+    sweep = tmp_path / "sweep"
+    (sweep / "attempts").mkdir(parents=True)
+    shutil.move(_run(tmp_path, "exact"), sweep / "attempts" / "exact")
+    (sweep / "sweep_spec.json").write_text(json.dumps({"name": "tiny", "arm_order": ["exact"],
+                                                       "arms": {"exact": {"credit": "exact"}},
+                                                       "regimes": ["attempts", "matched"]}))
+    checked = check_sweep(str(sweep), problems=4)
+    assert list(checked["arms"]) == ["exact"]
+    assert checked["arms"]["exact"]["card"]["subject"] == "sweep tiny / arm exact"
+    assert checked["arms"]["exact"]["checks"]["optimization_interface"]["status"] == PASSED  # its matched regime
+    page_sweep = tmp_path / "tiny-sweep"
+    shutil.copytree(ROOT / "tests/data/tiny-sweep", page_sweep)
+    (page_sweep / "checked-cards.json").write_text(json.dumps(checked))
+    page = tmp_path / "pages" / "tiny.md"
+    write_results_page(str(page_sweep), str(page))
+    text = page.read_text()
+    assert "## Checked CA-ID cards" in text and "### CA-ID card: sweep tiny / arm exact (checked)" in text
+    assert (tmp_path / "pages" / "tiny" / "record" / "checked-cards.json").is_file()
+    write_results_page(str(tmp_path / "pages" / "tiny" / "record"), str(page))  # from its record: the same page
+    assert page.read_text() == text
+
+
 def test_an_audit_is_checked_from_its_record_and_the_command_refuses_what_is_not_a_run(tmp_path, capsys):
     from jaxcredit.cli import main
 

@@ -168,8 +168,8 @@ def add_price(commands) -> None:
 
 
 def _cmd_card(args) -> None:
-    from jaxcredit.analysis.card import card_for_config
-    from jaxcredit.suite.card_check import check_path, checked_card_markdown
+    from jaxcredit.analysis.card import card_for_config, checked_card_markdown
+    from jaxcredit.suite.card_check import check_path
     from jaxcredit.train.rundir import write_json_atomic
 
     if not os.path.isdir(args.path):
@@ -189,14 +189,16 @@ def _cmd_card(args) -> None:
     if args.json:
         print_json(checked)
         return
-    print(checked_card_markdown(checked), end="")
+    for one in checked["arms"].values() if "arms" in checked else (checked,):
+        print(checked_card_markdown(one))
 
 
 def add_card(commands) -> None:
     card = commands.add_parser("card", help="the CA-ID card of a run; with --check, each field's falsification "
                                             "control run on a small shared subset (passed, failed or not applicable)")
-    card.add_argument("path", help="a run directory (its config.json and final policies) or, with --check, an audit "
-                                   "directory (its audit.json)")
+    card.add_argument("path", help="a run directory (its config.json and final policies) or, with --check, a sweep "
+                                   "(every arm's attempts cell; --out SWEEP/checked-cards.json puts the checked "
+                                   "cards on its results page) or an audit directory (its audit.json)")
     card.add_argument("--check", action="store_true", help="run each field's control and mark it")
     card.add_argument("--seed-index", type=int, default=0, help="the run's seed whose final policy is checked")
     card.add_argument("--problems", type=int, default=16, help="problems of the subset (each played the run's "
