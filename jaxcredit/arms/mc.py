@@ -93,6 +93,16 @@ def _combined(context: CreditContext, trajectory: Trajectory, selected, branched
     return jnp.where(selected, branched, outcome)
 
 
+def _before(selected: jax.Array) -> jax.Array:
+    """bool `[B, T+1]`: the state before each selected step (the final state never)."""
+    return jnp.concatenate([selected, jnp.zeros_like(selected[:, :1])], axis=1)
+
+
+def _after(selected: jax.Array) -> jax.Array:
+    """bool `[B, T+1]`: the state after each selected step."""
+    return jnp.concatenate([jnp.zeros_like(selected[:, :1]), selected], axis=1)
+
+
 def mc_td_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key: jax.Array) -> CreditResult:
     """`r_t + V̂(s_{t+1}) - V̂(s_t)` from `continuations` continuations of every state; consumes `key`.
     With the `replacement` option `null`, `V̂(s_t)` is replaced by `Q̂(s_t, null)` from as many
@@ -102,11 +112,10 @@ def mc_td_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key
     replacement = checked_replacement(context)
     options = context.options
     if options.branch_fraction == 0.0:  # no step branched: the outcome label everywhere, no label work
-        return CreditResult(_combined(context, trajectory, jnp.zeros_like(trajectory.live), trajectory.reward), None,
-                            {})
+        return CreditResult(_combined(context, trajectory, jnp.zeros_like(trajectory.live), trajectory.reward),
+                            None, {})
     selected = _selection(context, trajectory)
-    active = None if selected is None else jnp.concatenate([selected, jnp.zeros_like(selected[:, :1])], axis=1) | \
-        jnp.concatenate([jnp.zeros_like(selected[:, :1]), selected], axis=1)  # s_t and s_{t+1} of each selected t
+    active = None if selected is None else _before(selected) | _after(selected)  # s_t and s_{t+1} of each chosen t
     branch = dict(num_continuations=options.continuations, sharding=context.sharding,
                   common_random_numbers=options.common_random_numbers)
     if replacement == "on-policy":
@@ -116,7 +125,7 @@ def mc_td_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key
                             None, {"label": counts})
     value_key, null_key = (key, key) if options.common_random_numbers else jax.random.split(key)
     if selected is not None:  # the null baseline needs V̂(s_{t+1}) only
-        active = jnp.concatenate([jnp.zeros_like(selected[:, :1]), selected], axis=1)
+        active = _after(selected)
     values, counts = branch_state_values(context.env, context.policy_fn, context.params, trajectory, value_key,
                                          active=active, **branch)
     null_values, null_counts = branch_null_values(context.env, context.policy_fn, context.params, trajectory,
@@ -133,8 +142,8 @@ def mc_q_arm(context: CreditContext, trajectory: Trajectory, problems: Any, key:
     replacement = checked_replacement(context)
     options = context.options
     if options.branch_fraction == 0.0:  # no step branched: the outcome label everywhere, no label work
-        return CreditResult(_combined(context, trajectory, jnp.zeros_like(trajectory.live), trajectory.reward), None,
-                            {})
+        return CreditResult(_combined(context, trajectory, jnp.zeros_like(trajectory.live), trajectory.reward),
+                            None, {})
     selected = _selection(context, trajectory)
     q_hat, counts = branch_action_values(context.env, context.policy_fn, context.params, trajectory, key,
                                          num_continuations=options.continuations, sharding=context.sharding,
