@@ -3,7 +3,8 @@
 # cells are trained again at 10 seeds with their recorded configs (on another CPU than the sweep's, so seed by
 # seed they train to other numbers than its 5).
 # Then `jaxcredit rank` labels 128 episodes per checkpoint. Writes ranking.json, ranking.md and
-# ranking.png beside this file; the runs go to $OUT (default runs/ranking-decorative-10).
+# ranking.png beside this file, with verdict.txt (the reading) appended to ranking.md; the runs go to
+# $OUT (default runs/ranking-decorative-10).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RECORD=docs/results/decorative-study/record/attempts
@@ -24,3 +25,4 @@ PY
 done
 jaxcredit rank --policy "outcome=$OUT/outcome" --policy "exact-on-policy=$OUT/exact-on-policy" \
   --episodes 128 --continuations 8 --seed 0 --no-progress --out docs/ranking-decorative-study
+cat docs/ranking-decorative-study/verdict.txt >> docs/ranking-decorative-study/ranking.md  # the reading, kept apart
