@@ -92,13 +92,13 @@ def _subset(run_dir: str, config: dict, *, seed_index: int, problems: int, seed:
     return _Subset(trainer, policy_fn, params, batch, trajectory, exact, uniform, signed, live), policy
 
 
-def _labeller(subset: _Subset, config_fields: dict, *, policy_fn=None):
+def _labeller(subset: _Subset, config_fields: dict):
     """`labels(key) -> float64 [B, T]`: the arm of `config_fields` on the subset's episodes."""
     from jaxcredit.train.config import config_from_dict
 
     trainer = dataclasses.replace(subset.trainer, config=config_from_dict({**config_fields, "num_seeds": 1}))
     arm = credit_arm(trainer.config.credit)
-    context = trainer._context(subset.params)._replace(policy_fn=policy_fn or subset.policy_fn)
+    context = trainer._context(subset.params)._replace(policy_fn=subset.policy_fn)
     if arm.prepare is not None:  # one-time work (the predictor's dataset) on the same policy
         context = context._replace(prepared=arm.prepare(context, jax.random.key(7), trainer.draw_problem,
                                                         trainer.validation_set).state)
@@ -108,9 +108,7 @@ def _labeller(subset: _Subset, config_fields: dict, *, policy_fn=None):
 
 def _second_reference(config: dict) -> dict | None:
     """The run's config with its arm's other reference (uniform, or on-policy where it used another)."""
-    arm = credit_arm(config.get("credit", "outcome"))
-    names = arm.option_names
-    if "replacement" not in names:
+    if "replacement" not in credit_arm(config.get("credit", "outcome")).option_names:
         return None
     options = dict(config.get("credit_options") or {})
     current = options.get("replacement", "on-policy")
