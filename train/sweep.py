@@ -243,15 +243,16 @@ def _seed_totals(summary: dict, counter: str, cell_dir: str) -> list:
     return [int(t) for t in seed_measures(read_jsonl(os.path.join(cell_dir, "metrics.jsonl")))[counter]]
 
 
-def _priced_totals(totals: list, cell_dir: str, currency: str, price: float) -> list:
-    """Per seed, `main + price * label` in `currency` of the finished run at `cell_dir` whose totals
-    are `totals` (main: its last metrics rows' `main_<currency>`; label: the rest)."""
+def _priced_totals(totals: list, cell_dir: str, currency: str, prices) -> dict:
+    """`{price: per seed main + price * label}` in `currency` of the finished run at `cell_dir` whose
+    totals are `totals` (main: its last metrics rows' `main_<currency>`; label: the rest); its
+    metrics are read once for every price."""
     last: dict = {}
     for row in read_jsonl(os.path.join(cell_dir, "metrics.jsonl")):
         if row["eval_index"] >= last.get(row["seed_index"], {}).get("eval_index", -1):
             last[row["seed_index"]] = row
     mains = [float(last[seed][f"main_{currency}"]) for seed in sorted(last)]
-    return [int(round(m + price * (t - m))) for m, t in zip(mains, totals)]
+    return {price: [int(round(m + price * (t - m))) for m, t in zip(mains, totals)] for price in prices}
 
 
 def matched_cells(spec: SweepSpec, summaries: dict, out: str, *, resume: bool, num_seeds: int | None,
@@ -272,9 +273,8 @@ def matched_cells(spec: SweepSpec, summaries: dict, out: str, *, resume: bool, n
         if not targets:
             return []
         for arm in list(targets) if spec.prices else ():
-            for price in spec.prices:
-                targets[price_target(arm, price)] = _priced_totals(targets[arm], os.path.join(out, "attempts", arm),
-                                                                   currency, price)
+            priced = _priced_totals(targets[arm], os.path.join(out, "attempts", arm), currency, spec.prices)
+            targets.update({price_target(arm, price): totals for price, totals in priced.items()})
         for arm in label_free_arms(credits, spec.reference_arm):
             config = spec.arm_config(arm, num_seeds=seeds, budget_counter=counter, budget=spec.budgets["attempts"],
                                      overrides=(chosen or {}).get(arm), **fields)
