@@ -25,6 +25,7 @@ import numpy as np
 from jaxcredit.analysis.card import FIELDS, card_for_config, checked_card_markdown
 from jaxcredit.analysis.classes import CLASSES, NOT_LIVE, classify_actions
 from jaxcredit.analysis.exact import exact_credit, exact_step_values
+from jaxcredit.analysis.label_measures import label_measures
 from jaxcredit.checkpoint import load_policy, policy_checkpoint_path
 from jaxcredit.credit_arms import credit_arm
 from jaxcredit.rollout import rollout
@@ -44,10 +45,11 @@ def _result(status: str, text: str, **measures) -> dict:
 
 
 def _agreement(label: np.ndarray, exact: np.ndarray, signed: np.ndarray) -> tuple[float, int, int]:
-    """`(share, agreeing, compared)`: sign agreement on the `signed` steps (a label of 0 counts half)."""
-    label, exact = label[signed], exact[signed]
-    agree = np.where(label == 0, 0.5, (np.sign(label) == np.sign(exact)).astype(float))
-    return (float(agree.mean()) if agree.size else float("nan")), int(round(agree.sum())), int(agree.size)
+    """`(share, agreeing, compared)`: `label_measures`' sign agreement on the `signed` steps (a label of
+    0 counts half), with the count it is a share of."""
+    compared = int(signed.sum())
+    share = label_measures(label[signed], exact[signed], np.ones(compared, bool))["sign_agreement"]
+    return (float("nan"), 0, 0) if share is None else (share, int(round(share * compared)), compared)
 
 
 @dataclasses.dataclass(frozen=True)
